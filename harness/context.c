@@ -1,0 +1,166 @@
+/* A test's context: its memory, guarded device buffers and verdict. */
+#include "internal.h"
+
+#include "../kernels/kdn.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static uint64_t hash_name(const char *s) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (; *s; s++) h = (h ^ (unsigned char)*s) * 1099511628211ull;
+    return h;
+}
+
+void ctx_begin(Ctx *c, const Test *t, uint64_t seed, bool verbose) {
+    memset(c, 0, sizeof *c);
+    c->rng_state = seed ^ hash_name(t->name);
+    c->verbose = verbose;
+}
+
+void ctx_end(Ctx *c) {
+    for (int i = 0; i < c->n_bufs; i++) kdn_free(c->bufs[i].base);
+    for (int i = 0; i < c->n_host; i++) free(c->host[i]);
+    c->n_bufs = c->n_host = 0;
+}
+
+void test_fail(Ctx *c, const char *fmt, ...) {
+    size_t used = strlen(c->msg);
+    if (used + 2 >= sizeof c->msg) return;
+    if (used) c->msg[used++] = '\n', c->msg[used] = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->msg + used, sizeof c->msg - used, fmt, ap);
+    va_end(ap);
+    c->failed = true;
+}
+
+void set_shape_desc(Ctx *c, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->shape, sizeof c->shape, fmt, ap);
+    va_end(ap);
+}
+
+int is_cpu_backend(void) { return strcmp(kdn_backend(), "cpu") == 0; }
+
+static void *host_alloc(Ctx *c, size_t bytes) {
+    if (c->n_host == MAX_HOST) {
+        fprintf(stderr, "harness: more than %d host arrays in one test\n", MAX_HOST);
+        exit(2);
+    }
+    void *p = calloc(bytes ? bytes : 1, 1);
+    if (!p) {
+        fprintf(stderr, "harness: out of host memory (%zu bytes)\n", bytes);
+        exit(2);
+    }
+    return c->host[c->n_host++] = p;
+}
+
+float *host_f(Ctx *c, size_t n) { return host_alloc(c, n * sizeof(float)); }
+double *host_d(Ctx *c, size_t n) { return host_alloc(c, n * sizeof(double)); }
+
+void guard_fill(uint32_t *g, size_t n) {
+    for (size_t i = 0; i < n; i++) g[i] = GUARD_WORD;
+}
+
+long guard_first_damage(const uint32_t *g, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (g[i] != GUARD_WORD) return (long)i;
+    return -1;
+}
+
+/* Allocates guard | n floats | guard and fills all of it with `fill`
+ * (the data part with `data`, or NaN when data is NULL). */
+static float *dev_alloc(Ctx *c, const char *name, const float *data, size_t n) {
+    if (c->n_bufs == MAX_BUFS) {
+        fprintf(stderr, "harness: more than %d device buffers in one test\n", MAX_BUFS);
+        exit(2);
+    }
+    size_t total = n + 2 * GUARD_FLOATS;
+    float *base = kdn_malloc(total * sizeof(float));
+    if (!base) {
+        test_fail(c, "device allocation of %s (%zu floats) failed", name, n);
+        return NULL;
+    }
+    uint32_t *image = malloc(total * sizeof(float));
+    guard_fill(image, total);
+    float *payload = (float *)(image + GUARD_FLOATS);
+    for (size_t i = 0; i < n; i++) payload[i] = data ? data[i] : NAN;
+    kdn_upload(base, image, total * sizeof(float));
+    free(image);
+    DevBuf *b = &c->bufs[c->n_bufs++];
+    snprintf(b->name, sizeof b->name, "%s", name);
+    b->base = base;
+    b->n = n;
+    return base + GUARD_FLOATS;
+}
+
+float *dev_in(Ctx *c, const char *name, const float *host, size_t n) { return dev_alloc(c, name, host, n); }
+float *dev_out(Ctx *c, const char *name, size_t n) { return dev_alloc(c, name, NULL, n); }
+
+static void check_guard(Ctx *c, const DevBuf *b, const float *dev, const char *where) {
+    uint32_t g[GUARD_FLOATS];
+    kdn_download(g, dev, sizeof g);
+    long bad = guard_first_damage(g, GUARD_FLOATS);
+    if (bad < 0) return;
+    if (dev == b->base)
+        test_fail(c, "out-of-bounds write %s buffer '%s': element %ld", where, b->name, bad - GUARD_FLOATS);
+    else
+        test_fail(c, "out-of-bounds write %s buffer '%s': element %zu (size %zu)", where, b->name, b->n + (size_t)bad, b->n);
+}
+
+int dev_sync(Ctx *c) {
+    const char *err = kdn_sync();
+    if (err) {
+        test_fail(c, "runtime error: %s", err);
+        return -1;
+    }
+    bool was = c->failed;
+    for (int i = 0; i < c->n_bufs; i++) {
+        DevBuf *b = &c->bufs[i];
+        check_guard(c, b, b->base, "before");
+        check_guard(c, b, b->base + GUARD_FLOATS + b->n, "past the end of");
+    }
+    return c->failed && !was ? -1 : 0;
+}
+
+void download(Ctx *c, float *host, const float *dev, size_t n) {
+    if (kdn_download(host, dev, n * sizeof(float)) != 0) test_fail(c, "download failed");
+}
+
+static void report_element(Ctx *c, const char *what, size_t i, int cols, float got, double ref) {
+    test_fail(c, "  %s[%zu, %zu] got %.9g expected %.9g", what, i / (size_t)cols, i % (size_t)cols, got, ref);
+}
+
+int expect_close_host(Ctx *c, const char *what, const float *got, const double *ref, int rows, int cols, Tol tol) {
+    size_t n = (size_t)rows * (size_t)cols;
+    Comparison r = compare_arrays(got, ref, n, tol);
+    if (!c->compared || r.max_diff > c->max_diff) c->max_diff = r.max_diff;
+    c->compared = true;
+    if (r.n_nonfinite)
+        test_fail(c, "%s: %zu NaN/Inf values, first at [%zu, %zu] (%g)", what, r.n_nonfinite,
+                  r.first_nonfinite / (size_t)cols, r.first_nonfinite % (size_t)cols, got[r.first_nonfinite]);
+    if (r.n_bad > r.n_nonfinite)
+        test_fail(c, "%s: %zu of %zu elements out of tolerance; worst [%zu, %zu] got %.9g expected %.9g (diff %.3e)",
+                  what, r.n_bad, n, r.worst / (size_t)cols, r.worst % (size_t)cols, got[r.worst], ref[r.worst], r.max_diff);
+    if (r.n_bad && c->verbose)
+        for (size_t k = 0; k < r.n_bad && k < MAX_REPORTED; k++)
+            report_element(c, what, r.first_bad[k], cols, got[r.first_bad[k]], ref[r.first_bad[k]]);
+    return r.n_bad ? -1 : 0;
+}
+
+int expect_close(Ctx *c, const char *what, const float *dev, const double *ref, int rows, int cols, Tol tol) {
+    size_t n = (size_t)rows * (size_t)cols;
+    float *got = malloc(n * sizeof(float));
+    if (kdn_download(got, dev, n * sizeof(float)) != 0) {
+        free(got);
+        test_fail(c, "%s: download failed", what);
+        return -1;
+    }
+    int rc = expect_close_host(c, what, got, ref, rows, cols, tol);
+    free(got);
+    return rc;
+}

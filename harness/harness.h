@@ -1,0 +1,73 @@
+/* The test harness: a test is a row of data (phase, name, variant, tolerance,
+ * shape, function); the function builds inputs, runs kernels, computes the
+ * double-precision reference and compares through the helpers below. */
+#ifndef HARNESS_H
+#define HARNESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define MAX_PHASE 8
+
+typedef struct {
+    double atol, rtol; /* element passes when |got - ref| <= atol + rtol*|ref| */
+} Tol;
+
+/* Shape parameters. Phases 1-7 use n, m, k; the Delta-Net tests the rest. */
+typedef struct {
+    int n, m, k;
+    int T, n_seqs, H_k, H_v, D_k, D_v, chunk;
+    int head_map; /* HEAD_MAP_* */
+} Shape;
+
+enum { HEAD_MAP_TILED = 0, HEAD_MAP_BLOCK = 1 };
+
+typedef struct Ctx Ctx;
+typedef struct Test Test;
+struct Test {
+    int phase;
+    const char *name;
+    const char *variant; /* "unfused" or "fused" */
+    Tol tol;
+    Shape shape;
+    void (*run)(const Test *t, Ctx *c);
+};
+
+typedef struct {
+    const Test *tests;
+    int count;
+} TestList;
+
+/* ---- random inputs (deterministic per seed and test name) ------------- */
+uint64_t rng_next(Ctx *c);
+double rng_uniform(Ctx *c);              /* [0, 1) */
+double rng_normal(Ctx *c);               /* N(0, 1) */
+void fill_uniform(Ctx *c, float *x, size_t n, double lo, double hi);
+void fill_normal(Ctx *c, float *x, size_t n, double mean, double sd);
+
+/* ---- memory: host arrays and guarded device buffers, freed after the test */
+float *host_f(Ctx *c, size_t n);
+double *host_d(Ctx *c, size_t n);
+/* Device buffer holding a copy of host[0..n). */
+float *dev_in(Ctx *c, const char *name, const float *host, size_t n);
+/* Device buffer filled with NaN, so an element the kernel never writes fails. */
+float *dev_out(Ctx *c, const char *name, size_t n);
+/* Waits for queued kernels; checks runtime errors and every buffer's guards.
+ * Returns 0 if all is well, else records the failure and returns -1. */
+int dev_sync(Ctx *c);
+void download(Ctx *c, float *host, const float *dev, size_t n);
+
+/* ---- comparison --------------------------------------------------------- */
+/* Compares a device output (rows x cols) with its reference. Records
+ * max |got - ref|, the worst element, NaN/Inf, and fails the test when any
+ * element is outside the tolerance. Returns 0 on pass. */
+int expect_close(Ctx *c, const char *what, const float *dev, const double *ref, int rows, int cols, Tol tol);
+/* The same for an output already on the host. */
+int expect_close_host(Ctx *c, const char *what, const float *got, const double *ref, int rows, int cols, Tol tol);
+/* Marks the test failed with a message (printf-style). */
+void test_fail(Ctx *c, const char *fmt, ...);
+/* Describes the shape actually run, printed on the test's line. */
+void set_shape_desc(Ctx *c, const char *fmt, ...);
+int is_cpu_backend(void);
+
+#endif

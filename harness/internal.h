@@ -1,0 +1,81 @@
+/* Harness internals shared by its own files and its unit tests (tests/). */
+#ifndef HARNESS_INTERNAL_H
+#define HARNESS_INTERNAL_H
+
+#include "harness.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* ---- comparison core ---------------------------------------------------- */
+#define MAX_REPORTED 5
+typedef struct {
+    double max_diff;        /* over finite elements */
+    size_t worst;           /* index of max_diff */
+    size_t n_bad;           /* outside tolerance, NaN/Inf included */
+    size_t n_nonfinite;     /* NaN or Inf in got */
+    size_t first_nonfinite;
+    size_t first_bad[MAX_REPORTED];
+} Comparison;
+Comparison compare_arrays(const float *got, const double *ref, size_t n, Tol tol);
+
+/* ---- guard regions ------------------------------------------------------ */
+#define GUARD_FLOATS 64
+#define GUARD_WORD 0x7fa5a5a5u /* a NaN no kernel computes */
+void guard_fill(uint32_t *g, size_t n);
+/* Index of the first word that differs from the pattern, or -1. */
+long guard_first_damage(const uint32_t *g, size_t n);
+
+/* ---- one test's context ------------------------------------------------- */
+typedef struct {
+    char name[32];
+    float *base;    /* allocation: guard | data | guard */
+    size_t n;
+} DevBuf;
+
+#define MAX_BUFS 96
+#define MAX_HOST 128
+struct Ctx {
+    uint64_t rng_state;
+    bool verbose;
+    bool failed;
+    bool compared;
+    double max_diff;
+    char msg[1024];
+    char shape[160];
+    DevBuf bufs[MAX_BUFS];
+    int n_bufs;
+    void *host[MAX_HOST];
+    int n_host;
+};
+void ctx_begin(Ctx *c, const Test *t, uint64_t seed, bool verbose);
+void ctx_end(Ctx *c); /* frees everything the test allocated */
+
+/* ---- options ------------------------------------------------------------ */
+#define MAX_PATTERNS 32
+typedef struct {
+    bool list, help, verbose, env;
+    bool phase_selected[MAX_PHASE + 1];
+    bool any_phase;
+    const char *patterns[MAX_PATTERNS];
+    int n_patterns;
+    uint64_t seed;
+} Options;
+#define DEFAULT_SEED 20261122u
+/* 0 on success; otherwise writes a message into err and returns the exit
+ * status to use (2). */
+int parse_options(int argc, char **argv, Options *o, char *err, size_t err_size);
+bool test_selected(const Options *o, const Test *t);
+
+/* ---- registry ----------------------------------------------------------- */
+int registry_count(void);
+const Test *registry_get(int i);
+/* Up to n names closest to `name` (edit distance), for "did you mean". */
+int registry_suggest(const char *name, const char **out, int n);
+
+/* ---- running ------------------------------------------------------------ */
+/* Runs the selected tests, printing a line each and the closing summary.
+ * Returns the number of failures. */
+int run_selected(const Options *o, FILE *out);
+
+#endif

@@ -1,0 +1,59 @@
+/* test_deltanet: the Delta-Net kernel ladder, checked against a
+ * double-precision host reference. */
+#include "internal.h"
+
+#include "../kernels/kdn.h"
+
+#include <stdlib.h>
+
+static void usage(FILE *f) {
+    fprintf(f,
+            "usage: test_deltanet [options]\n"
+            "  --list           list the tests (phase, name, variant, tolerance) and exit\n"
+            "  --phase N        run phase N only; repeatable, or a list: 1,4 or 2-5\n"
+            "  --test NAME      run the named test; a glob such as 'solve_tri*'; repeatable\n"
+            "  --seed N         seed of the input generator (default %u)\n"
+            "  --verbose        show the first mismatching elements of a failing test\n"
+            "  --env            print backend, target and devices found, and exit\n"
+            "  --help           this text\n"
+            "exit status: 0 all passed, 1 a test failed, 2 bad usage, 77 no device\n",
+            DEFAULT_SEED);
+}
+
+static void list_tests(const Options *o) {
+    printf("%-5s  %-24s %-8s %s\n", "phase", "name", "variant", "tolerance (atol + rtol*|ref|)");
+    for (int i = 0; i < registry_count(); i++) {
+        const Test *t = registry_get(i);
+        if (test_selected(o, t)) printf("%-5d  %-24s %-8s %.1e + %.1e*|ref|\n", t->phase, t->name, t->variant, t->tol.atol, t->tol.rtol);
+    }
+}
+
+int main(int argc, char **argv) {
+    Options o;
+    char err[512];
+    int rc = parse_options(argc, argv, &o, err, sizeof err);
+    if (rc) {
+        fprintf(stderr, "test_deltanet: %s\n", err);
+        return rc;
+    }
+    if (o.help) {
+        usage(stdout);
+        return 0;
+    }
+    if (o.list) {
+        list_tests(&o);
+        return 0;
+    }
+    if (o.env) {
+        printf("backend %s, target %s, devices %d\n", kdn_backend(), kdn_target(), kdn_device_count());
+        if (kdn_init(err, sizeof err) == 0) printf("device 0: %s\n", kdn_device_name());
+        return 0;
+    }
+    if (kdn_init(err, sizeof err) != 0) {
+        fprintf(stderr, "test_deltanet: no device for the %s backend (%s): %s\n", kdn_backend(), kdn_target(), err);
+        return 77;
+    }
+    printf("test_deltanet: backend %s, target %s, device %s, seed %llu\n", kdn_backend(), kdn_target(),
+           kdn_device_name(), (unsigned long long)o.seed);
+    return run_selected(&o, stdout) ? 1 : 0;
+}

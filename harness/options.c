@@ -1,0 +1,99 @@
+/* Command-line options. */
+#define _POSIX_C_SOURCE 200809L
+#include "internal.h"
+
+#include <errno.h>
+#include <fnmatch.h>
+#include <getopt.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int fail_usage(char *err, size_t size, const char *fmt, const char *arg) {
+    snprintf(err, size, fmt, arg);
+    return 2;
+}
+
+static bool parse_int(const char *s, long lo, long hi, long *out) {
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi) return false;
+    *out = v;
+    return true;
+}
+
+/* "3", "1,4,8" or "2-5" (and combinations). */
+static int parse_phases(const char *arg, Options *o, char *err, size_t size) {
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", arg);
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        char *dash = strchr(tok, '-');
+        long a, b;
+        if (dash) *dash = 0;
+        if (!parse_int(tok, 1, MAX_PHASE, &a) || !parse_int(dash ? dash + 1 : tok, 1, MAX_PHASE, &b) || b < a)
+            return fail_usage(err, size, "invalid phase '%s': phases are 1 to 8 (e.g. --phase 3, --phase 1,4, --phase 2-5)", arg);
+        for (long p = a; p <= b; p++) o->phase_selected[p] = true;
+        o->any_phase = true;
+    }
+    return 0;
+}
+
+static int check_pattern(const char *pat, char *err, size_t size) {
+    for (int i = 0; i < registry_count(); i++)
+        if (fnmatch(pat, registry_get(i)->name, 0) == 0) return 0;
+    const char *near[3];
+    int n = registry_suggest(pat, near, 3);
+    int w = snprintf(err, size, "unknown test '%s'", pat);
+    for (int i = 0; i < n && w > 0 && (size_t)w < size; i++)
+        w += snprintf(err + w, size - (size_t)w, "%s%s", i ? ", " : "; did you mean: ", near[i]);
+    if (w > 0 && (size_t)w < size) snprintf(err + w, size - (size_t)w, " (--list shows all)");
+    return 2;
+}
+
+int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
+    static const struct option longopts[] = {
+        {"list", no_argument, 0, 'l'},      {"phase", required_argument, 0, 'p'},
+        {"test", required_argument, 0, 't'}, {"seed", required_argument, 0, 's'},
+        {"verbose", no_argument, 0, 'v'},    {"help", no_argument, 0, 'h'},
+        {"env", no_argument, 0, 'e'},
+        {0, 0, 0, 0},
+    };
+    memset(o, 0, sizeof *o);
+    o->seed = DEFAULT_SEED;
+    optind = 1;
+    opterr = 0;
+    int ch;
+    while ((ch = getopt_long(argc, argv, ":lp:t:s:vh", longopts, NULL)) != -1) {
+        long v;
+        int rc = 0;
+        switch (ch) {
+        case 'l': o->list = true; break;
+        case 'v': o->verbose = true; break;
+        case 'h': o->help = true; break;
+        case 'e': o->env = true; break;
+        case 'p': rc = parse_phases(optarg, o, err, size); break;
+        case 't':
+            if (o->n_patterns == MAX_PATTERNS) return fail_usage(err, size, "too many --test options (max %s)", "32");
+            o->patterns[o->n_patterns++] = optarg;
+            rc = check_pattern(optarg, err, size);
+            break;
+        case 's':
+            if (!parse_int(optarg, 0, 0x7fffffffL, &v)) return fail_usage(err, size, "invalid seed '%s': a non-negative integer", optarg);
+            o->seed = (uint64_t)v;
+            break;
+        case ':': return fail_usage(err, size, "option '%s' needs a value", argv[optind - 1]);
+        default: return fail_usage(err, size, "unknown option '%s' (--help lists the options)", argv[optind - 1]);
+        }
+        if (rc) return rc;
+    }
+    if (optind < argc) return fail_usage(err, size, "unexpected argument '%s' (--help lists the options)", argv[optind]);
+    return 0;
+}
+
+bool test_selected(const Options *o, const Test *t) {
+    if (o->any_phase && !o->phase_selected[t->phase]) return false;
+    if (o->n_patterns == 0) return true;
+    for (int i = 0; i < o->n_patterns; i++)
+        if (fnmatch(o->patterns[i], t->name, 0) == 0) return true;
+    return false;
+}

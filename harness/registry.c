@@ -1,0 +1,66 @@
+/* The table of all tests: each phase file contributes its rows. */
+#include "internal.h"
+#include "../phases/phases.h"
+
+#include <string.h>
+
+static const TestList *const phases[MAX_PHASE] = {
+    &phase1_tests, &phase2_tests, &phase3_tests, &phase4_tests,
+    &phase5_tests, &phase6_tests, &phase7_tests, &phase8_tests,
+};
+
+int registry_count(void) {
+    int n = 0;
+    for (int p = 0; p < MAX_PHASE; p++) n += phases[p]->count;
+    return n;
+}
+
+const Test *registry_get(int i) {
+    for (int p = 0; p < MAX_PHASE; p++) {
+        if (i < phases[p]->count) return &phases[p]->tests[i];
+        i -= phases[p]->count;
+    }
+    return NULL;
+}
+
+static int edit_distance(const char *a, const char *b) {
+    int lb = (int)strlen(b), row[64 + 1];
+    if (lb > 64) lb = 64;
+    for (int j = 0; j <= lb; j++) row[j] = j;
+    for (int i = 1; a[i - 1]; i++) {
+        int diag = row[0];
+        row[0] = i;
+        for (int j = 1; j <= lb; j++) {
+            int up = row[j];
+            int best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best) best = up + 1;
+            if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[lb];
+}
+
+int registry_suggest(const char *name, const char **out, int n) {
+    int dist[8], found = 0;
+    if (n > 8) n = 8;
+    for (int i = 0; i < registry_count(); i++) {
+        const char *cand = registry_get(i)->name;
+        int d = edit_distance(name, cand);
+        bool dup = false;
+        for (int k = 0; k < found; k++) dup |= strcmp(out[k], cand) == 0;
+        if (dup || d > (int)strlen(cand) / 2 + 2) continue;
+        int k = found < n ? found++ : n;
+        if (k == n && d >= dist[n - 1]) continue;
+        if (k == n) k = n - 1;
+        while (k > 0 && dist[k - 1] > d) {
+            out[k] = out[k - 1];
+            dist[k] = dist[k - 1];
+            k--;
+        }
+        out[k] = cand;
+        dist[k] = d;
+    }
+    return found;
+}

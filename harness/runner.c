@@ -1,0 +1,60 @@
+/* Runs the selected tests and prints one aligned line per test. */
+#include "internal.h"
+
+#include "../kernels/kdn.h"
+
+static const char *const phase_titles[MAX_PHASE + 1] = {
+    "", "element-wise", "triangular", "GEMM", "decay mask",
+    "attention matrix", "intra-chunk", "state interaction", "full multi-chunk Delta-Net",
+};
+
+static void print_result(FILE *out, const Test *t, const Ctx *c) {
+    fprintf(out, "[%s] phase %d  %-24s %-8s ", c->failed ? "FAIL" : "PASS", t->phase, t->name, t->variant);
+    if (c->compared)
+        fprintf(out, "max_diff=%.2e", c->max_diff);
+    else
+        fprintf(out, "max_diff=%-8s", "n/a");
+    if (t->tol.atol == 0.0 && t->tol.rtol == 0.0)
+        fprintf(out, "  tol=%-22s", "exact");
+    else
+        fprintf(out, "  tol=%.1e+%.1e*|ref|", t->tol.atol, t->tol.rtol);
+    if (c->shape[0]) fprintf(out, "  %s", c->shape);
+    fputc('\n', out);
+    if (c->failed && c->msg[0]) {
+        const char *s = c->msg;
+        fputs("       ", out);
+        for (; *s; s++) {
+            fputc(*s, out);
+            if (*s == '\n') fputs("       ", out);
+        }
+        fputc('\n', out);
+    }
+}
+
+int run_selected(const Options *o, FILE *out) {
+    int passed = 0, failed = 0, last_phase = 0;
+    for (int i = 0; i < registry_count(); i++) {
+        const Test *t = registry_get(i);
+        if (!test_selected(o, t)) continue;
+        if (t->phase != last_phase) {
+            fprintf(out, "== phase %d: %s ==\n", t->phase, phase_titles[t->phase]);
+            last_phase = t->phase;
+        }
+        Ctx c;
+        ctx_begin(&c, t, o->seed, o->verbose);
+        t->run(t, &c);
+        /* A leftover error must not leak into the next test. */
+        const char *late = kdn_sync();
+        if (late) test_fail(&c, "runtime error: %s", late);
+        if (!c.failed && !c.compared) test_fail(&c, "test compared nothing");
+        ctx_end(&c);
+        print_result(out, t, &c);
+        fflush(out);
+        if (c.failed)
+            failed++;
+        else
+            passed++;
+    }
+    fprintf(out, "%d passed, %d failed\n", passed, failed);
+    return failed;
+}

@@ -1,0 +1,100 @@
+// The one place where the three builds differ. Kernel files include this and
+// nothing backend-specific; the Makefile defines exactly one KDN_BACKEND_*.
+//
+//   KDN_BACKEND_HIP   hipcc, gfx906 (the product)
+//   KDN_BACKEND_CUDA  nvcc, NVIDIA (development proxy)
+//   KDN_BACKEND_CPU   host C++, kernels run on the SIMT executor in simt_cpu.cpp
+//
+// Kernels are written against: __global__/__device__, threadIdx & co.,
+// __syncthreads(), __shared__ (static), KDN_DYNAMIC_SHARED for dynamic LDS,
+// KDN_WAVE for the wave width, the primitives of wave.h, and KDN_LAUNCH.
+#pragma once
+
+#include <math.h>
+#include <stddef.h>
+
+#if defined(KDN_BACKEND_HIP)
+#include <hip/hip_runtime.h>
+#define KDN_WAVE 64
+#define KDN_DYNAMIC_SHARED(type, name) HIP_DYNAMIC_SHARED(type, name)
+#define gpuError_t hipError_t
+#define gpuSuccess hipSuccess
+#define gpuGetErrorString hipGetErrorString
+#define gpuGetLastError hipGetLastError
+#define gpuGetDeviceCount hipGetDeviceCount
+#define gpuGetDeviceProperties hipGetDeviceProperties
+#define gpuDeviceProp hipDeviceProp_t
+#define gpuMalloc hipMalloc
+#define gpuFree hipFree
+#define gpuMemcpy hipMemcpy
+#define gpuMemcpyHostToDevice hipMemcpyHostToDevice
+#define gpuMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define gpuDeviceSynchronize hipDeviceSynchronize
+#define gpuEvent_t hipEvent_t
+#define gpuEventCreate hipEventCreate
+#define gpuEventDestroy hipEventDestroy
+#define gpuEventRecord hipEventRecord
+#define gpuEventSynchronize hipEventSynchronize
+#define gpuEventElapsedTime hipEventElapsedTime
+#define gpuMemset hipMemset
+#define KDN_LAUNCH(kernel, grid, block, shmem, ...)                              \
+    do {                                                                          \
+        hipLaunchKernelGGL(kernel, grid, block, shmem, 0, __VA_ARGS__);           \
+        hipError_t kdn_e_ = hipGetLastError();                                    \
+        kdn_note_launch(#kernel, (int)kdn_e_, hipGetErrorString(kdn_e_));          \
+    } while (0)
+
+#elif defined(KDN_BACKEND_CUDA)
+#include <cuda_runtime.h>
+// NVIDIA warps are 32 wide; kernels are written for any KDN_WAVE that divides
+// the workgroup, so the same source runs natively on both.
+#define KDN_WAVE 32
+#define KDN_DYNAMIC_SHARED(type, name) extern __shared__ type name[]
+#define gpuError_t cudaError_t
+#define gpuSuccess cudaSuccess
+#define gpuGetErrorString cudaGetErrorString
+#define gpuGetLastError cudaGetLastError
+#define gpuGetDeviceCount cudaGetDeviceCount
+#define gpuGetDeviceProperties cudaGetDeviceProperties
+#define gpuDeviceProp cudaDeviceProp
+#define gpuMalloc cudaMalloc
+#define gpuFree cudaFree
+#define gpuMemcpy cudaMemcpy
+#define gpuMemcpyHostToDevice cudaMemcpyHostToDevice
+#define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define gpuDeviceSynchronize cudaDeviceSynchronize
+#define gpuEvent_t cudaEvent_t
+#define gpuEventCreate cudaEventCreate
+#define gpuEventDestroy cudaEventDestroy
+#define gpuEventRecord cudaEventRecord
+#define gpuEventSynchronize cudaEventSynchronize
+#define gpuEventElapsedTime cudaEventElapsedTime
+#define gpuMemset cudaMemset
+#define KDN_LAUNCH(kernel, grid, block, shmem, ...)                              \
+    do {                                                                          \
+        kernel<<<grid, block, shmem>>>(__VA_ARGS__);                              \
+        cudaError_t kdn_e_ = cudaGetLastError();                                  \
+        kdn_note_launch(#kernel, (int)kdn_e_, cudaGetErrorString(kdn_e_));        \
+    } while (0)
+
+#elif defined(KDN_BACKEND_CPU)
+#include "simt_cpu.h"
+#define KDN_WAVE 64
+#define KDN_DYNAMIC_SHARED(type, name) type *name = (type *)kdn_cpu_dynamic_shared()
+#define KDN_LAUNCH(kernel, grid, block, shmem, ...)                              \
+    do {                                                                          \
+        auto kdn_body_ = [=]() { kernel(__VA_ARGS__); };                          \
+        kdn_cpu_launch(#kernel, grid, block, shmem,                               \
+                       [](void *p) { (*(decltype(kdn_body_) *)p)(); }, &kdn_body_); \
+    } while (0)
+
+#else
+#error "define one of KDN_BACKEND_HIP, KDN_BACKEND_CUDA, KDN_BACKEND_CPU"
+#endif
+
+#if !defined(KDN_BACKEND_CPU)
+// Records a launch's outcome so kdn_sync() reports it (runtime.cpp).
+void kdn_note_launch(const char *kernel, int code, const char *message);
+#endif
+
+#define KDN_CEIL_DIV(a, b) (((a) + (b) - 1) / (b))

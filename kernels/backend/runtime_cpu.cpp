@@ -1,0 +1,40 @@
+// Device runtime for the CPU backend: "device" memory is host memory and
+// kernels have already run when their launcher returns.
+#include "backend.h"
+#include "../kdn.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+extern "C" {
+
+const char *kdn_backend(void) { return "cpu"; }
+const char *kdn_target(void) { return "host-wave64"; }
+int kdn_init(char *msg, size_t msg_size) {
+    (void)msg;
+    (void)msg_size;
+    return 0;
+}
+const char *kdn_device_name(void) { return "cpu-simt-executor"; }
+int kdn_device_count(void) { return 1; }
+void *kdn_malloc(size_t bytes) { return malloc(bytes ? bytes : 1); }
+void kdn_free(void *p) { free(p); }
+int kdn_upload(void *dst, const void *src, size_t bytes) {
+    memcpy(dst, src, bytes);
+    return 0;
+}
+int kdn_download(void *dst, const void *src, size_t bytes) {
+    memcpy(dst, src, bytes);
+    return 0;
+}
+
+const char *kdn_sync(void) {
+    static char msg[600];
+    const char *e = kdn_cpu_take_error();
+    if (!e) return NULL;
+    snprintf(msg, sizeof msg, "%s", e);
+    return msg;
+}
+
+}  // extern "C"

@@ -1,0 +1,86 @@
+// Device runtime for the GPU backends (HIP and CUDA share it through the
+// gpu* names that backend.h maps).
+#include "backend.h"
+#include "../kdn.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#ifndef KDN_TARGET
+#define KDN_TARGET "unknown"
+#endif
+
+static char launch_error[512];
+static gpuDeviceProp props;
+
+void kdn_note_launch(const char *kernel, int code, const char *message) {
+    if (code != 0 && launch_error[0] == 0)
+        snprintf(launch_error, sizeof launch_error, "launch of %s failed: %s", kernel, message);
+}
+
+extern "C" {
+
+const char *kdn_backend(void) {
+#if defined(KDN_BACKEND_HIP)
+    return "hip";
+#else
+    return "cuda";
+#endif
+}
+
+const char *kdn_target(void) { return KDN_TARGET; }
+
+int kdn_device_count(void) {
+    int n = 0;
+    if (gpuGetDeviceCount(&n) != gpuSuccess) return 0;
+    return n;
+}
+
+int kdn_init(char *msg, size_t msg_size) {
+    int n = 0;
+    gpuError_t e = gpuGetDeviceCount(&n);
+    if (e != gpuSuccess || n == 0) {
+        snprintf(msg, msg_size, "%s", e != gpuSuccess ? gpuGetErrorString(e) : "no devices");
+        return 1;
+    }
+    e = gpuGetDeviceProperties(&props, 0);
+    if (e != gpuSuccess) {
+        snprintf(msg, msg_size, "%s", gpuGetErrorString(e));
+        return 1;
+    }
+    return 0;
+}
+
+const char *kdn_device_name(void) { return props.name; }
+
+void *kdn_malloc(size_t bytes) {
+    void *p = NULL;
+    return gpuMalloc(&p, bytes) == gpuSuccess ? p : NULL;
+}
+
+void kdn_free(void *p) { gpuFree(p); }
+
+int kdn_upload(void *dst, const void *src, size_t bytes) {
+    return gpuMemcpy(dst, src, bytes, gpuMemcpyHostToDevice) == gpuSuccess ? 0 : -1;
+}
+
+int kdn_download(void *dst, const void *src, size_t bytes) {
+    return gpuMemcpy(dst, src, bytes, gpuMemcpyDeviceToHost) == gpuSuccess ? 0 : -1;
+}
+
+const char *kdn_sync(void) {
+    static char msg[512];
+    gpuError_t e = gpuDeviceSynchronize();
+    if (launch_error[0]) {
+        snprintf(msg, sizeof msg, "%s", launch_error);
+        launch_error[0] = 0;
+        return msg;
+    }
+    if (e != gpuSuccess) {
+        snprintf(msg, sizeof msg, "device error: %s", gpuGetErrorString(e));
+        return msg;
+    }
+    return NULL;
+}
+
+}  // extern "C"

@@ -1,0 +1,35 @@
+// CPU backend: the CUDA/HIP kernel vocabulary on the host, executed by the
+// SIMT executor in simt_cpu.cpp (workgroups one after another, the threads of
+// a workgroup as cooperative fibers, waves of 64 lanes as on gfx906).
+#pragma once
+#include <stddef.h>
+
+struct dim3 {
+    unsigned x, y, z;
+    dim3(unsigned x_ = 1, unsigned y_ = 1, unsigned z_ = 1) : x(x_), y(y_), z(z_) {}
+};
+struct uint3 { unsigned x, y, z; };
+
+// Set by the executor before it switches to a thread's fiber.
+extern uint3 threadIdx, blockIdx;
+extern dim3 blockDim, gridDim;
+
+#define __global__
+#define __device__
+#define __host__
+#define __forceinline__ inline
+#define __launch_bounds__(...)
+// One copy per program: workgroups run one after another, so a static array
+// is exactly one workgroup's LDS at a time.
+#define __shared__ static
+
+void __syncthreads(void);
+void *kdn_cpu_dynamic_shared(void);
+// Every lane of the calling wave contributes v; returns lane src's value.
+float kdn_cpu_wave_read(float v, int src_lane);
+int kdn_cpu_lane(void);
+
+void kdn_cpu_launch(const char *kernel, dim3 grid, dim3 block, size_t shmem,
+                    void (*body)(void *), void *ctx);
+// The first executor error since the last call (NULL if none), then cleared.
+const char *kdn_cpu_take_error(void);

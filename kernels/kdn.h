@@ -1,0 +1,62 @@
+/* The C face of the kernels: the device runtime the harness needs and one
+ * launcher per kernel. Matrices are row-major; "rows x cols" below. Launchers
+ * only enqueue work: errors (launch or execution) surface at kdn_sync(). */
+#ifndef KDN_H
+#define KDN_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- device runtime ---------------------------------------------------- */
+const char *kdn_backend(void);       /* "hip", "cuda" or "cpu" */
+const char *kdn_target(void);        /* e.g. "gfx906", "sm_90", "host-wave64" */
+/* 0 when a device is usable; otherwise fills msg with why not. */
+int kdn_init(char *msg, size_t msg_size);
+const char *kdn_device_name(void);
+int kdn_device_count(void);
+void *kdn_malloc(size_t bytes);      /* NULL on failure */
+void kdn_free(void *p);
+int kdn_upload(void *dst, const void *src, size_t bytes);
+int kdn_download(void *dst, const void *src, size_t bytes);
+/* Waits for all queued work. Returns NULL when everything succeeded, else a
+ * message naming the failing kernel; the error is consumed. */
+const char *kdn_sync(void);
+
+/* ---- phase 1: element-wise (n elements) -------------------------------- */
+void kdn_sigmoid(const float *x, float *y, int n);
+void kdn_exp(const float *x, float *y, int n);
+void kdn_neg(const float *x, float *y, int n);
+void kdn_scale(const float *x, float *y, float s, int n);
+void kdn_add(const float *a, const float *b, float *y, int n);
+void kdn_sub(const float *a, const float *b, float *y, int n);
+void kdn_mul(const float *a, const float *b, float *y, int n);
+/* y[r][c] = a[r][c] * v[r]   (rows x cols; one factor per row) */
+void kdn_broadcast_mul_rows(const float *a, const float *v, float *y, int rows, int cols);
+/* Inclusive prefix sums of `count` independent segments of length n. */
+void kdn_cumsum_sequential(const float *x, float *y, int n, int count);
+void kdn_cumsum_wave_scan(const float *x, float *y, int n, int count);
+
+/* ---- phase 2: triangular (n x n unless stated) ------------------------- */
+/* y = x with entries above diagonal `diag` zeroed (diag 0 keeps the diagonal) */
+void kdn_tril(const float *x, float *y, int n, int diag);
+void kdn_causal_mask(float *y, int n);   /* 1 where col < row, else 0 */
+void kdn_eye(float *y, int n);
+/* Solve (I - A) X = B, A strictly lower triangular n x n, B and X n x k. */
+void kdn_solve_tri_sequential(const float *A, const float *B, float *X, int n, int k);
+/* y = strict lower part of x plus the identity */
+void kdn_causal_identity(const float *x, float *y, int n);
+void kdn_transpose(const float *x, float *y, int rows, int cols);
+
+/* ---- phase 3: GEMMs  C (M x N) ----------------------------------------- */
+void kdn_gemm_nn_naive(const float *A, const float *B, float *C, int M, int N, int K); /* A MxK, B KxN */
+void kdn_gemm_nt_naive(const float *A, const float *B, float *C, int M, int N, int K); /* A MxK, B NxK */
+void kdn_gemm_tn_naive(const float *A, const float *B, float *C, int M, int N, int K); /* A KxM, B KxN */
+void kdn_gemm_nt_tiled(const float *A, const float *B, float *C, int M, int N, int K);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

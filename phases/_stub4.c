@@ -1,0 +1,2 @@
+#include "phases.h"
+const TestList phase4_tests = {0, 0};

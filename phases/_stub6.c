@@ -1,0 +1,2 @@
+#include "phases.h"
+const TestList phase6_tests = {0, 0};

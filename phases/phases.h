@@ -1,0 +1,28 @@
+/* One table of tests per phase of the ladder. */
+#ifndef PHASES_H
+#define PHASES_H
+
+#include "../harness/harness.h"
+
+extern const TestList phase1_tests; /* element-wise */
+extern const TestList phase2_tests; /* triangular, incl. the solve */
+extern const TestList phase3_tests; /* GEMMs */
+extern const TestList phase4_tests; /* decay mask */
+extern const TestList phase5_tests; /* attention matrix */
+extern const TestList phase6_tests; /* intra-chunk */
+extern const TestList phase7_tests; /* state interaction */
+extern const TestList phase8_tests; /* full multi-chunk Delta-Net */
+
+/* Tolerance classes; docs/tolerances.md gives the error analysis.
+ * U is fp32's unit roundoff 2^-24. */
+#define FP32_U 5.9604644775390625e-8
+#define TOL_EXACT {0.0, 0.0}
+/* one rounding of an exactly representable operation */
+#define TOL_ARITH {0.0, 1e-6}
+/* a libm-class transcendental, fast GPU variants included */
+#define TOL_TRANSC {1e-6, 1e-5}
+/* a recursive sum of K terms whose magnitudes add up to at most S:
+ * |error| <= K*U*S (Higham's gamma_K bound, first order) */
+#define TOL_ACCUM(K, S) {(K) * FP32_U * (S), 1e-6}
+
+#endif
