@@ -56,6 +56,21 @@ void kdn_gemm_nt_naive(const float *A, const float *B, float *C, int M, int N, i
 void kdn_gemm_tn_naive(const float *A, const float *B, float *C, int M, int N, int K); /* A KxM, B KxN */
 void kdn_gemm_nt_tiled(const float *A, const float *B, float *C, int M, int N, int K);
 
+/* ---- phases 4-8: chunk steps and whole-layer kernels ------------------
+ * See reference/deltanet.h for the math and ggml's tensor layout. */
+typedef struct {
+    int T, n_seqs, H_k, H_v, D_k, D_v;
+    int chunk;    /* chunk size C */
+    int head_map; /* 0: key head = h % H_k (ggml, tiled); 1: h / (H_v / H_k) (block) */
+} KdnShape;
+
+/* Token-recurrent kernel: every head and sequence in one launch. */
+void kdn_deltanet_recurrent(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                            const float *beta, const float *state_in, float *o, float *state_out);
+/* Fused chunked kernel: the whole layer in one launch. */
+void kdn_deltanet_fused(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                        const float *beta, const float *state_in, float *o, float *state_out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -8,10 +8,13 @@ $(BUILD)/test_harness: $(BUILD)/tests/test_harness.o $(UNIT_OBJ)
 	@echo "  LINK  $@"
 	@$(LINK) $^ -o $@ $(LDLIBS)
 
+include tests/reference.mk
+
 test:
 	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_harness
 	@build/cpu/test_harness
 	@sh tests/cli.sh build/cpu/test_deltanet
+	@$(MAKE) --no-print-directory BACKEND=cpu test-reference
 	@if command -v $(HIPCC) >/dev/null 2>&1; then \
 	    $(MAKE) --no-print-directory BACKEND=hip build/hip/test_deltanet && \
 	    { build/hip/test_deltanet >/dev/null 2>&1; rc=$$?; [ $$rc = 77 ] || [ $$rc = 0 ] || { echo "gfx906 binary: unexpected exit $$rc"; exit 1; }; }; \

@@ -1,0 +1,2 @@
+test-reference:
+	@echo "reference test: not written yet"
