@@ -37,6 +37,8 @@ void test_fail(Ctx *c, const char *fmt, ...) {
     c->failed = true;
 }
 
+int test_failed(const Ctx *c) { return c->failed; }
+
 void set_shape_desc(Ctx *c, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);

@@ -18,9 +18,12 @@ typedef struct {
     int n, m, k;
     int T, n_seqs, H_k, H_v, D_k, D_v, chunk;
     int head_map; /* HEAD_MAP_* */
+    int decay;    /* DECAY_*: which log-decays the inputs draw */
+    int state;    /* 1: a nonzero initial state */
 } Shape;
 
-enum { HEAD_MAP_TILED = 0, HEAD_MAP_BLOCK = 1 };
+enum { HEAD_MAP_TILED = 0, HEAD_MAP_BLOCK = 1, HEAD_MAP_BOTH = 2 /* a test that runs each */ };
+enum { DECAY_QWEN = 0, DECAY_STRONG = 1, DECAY_WEAK = 2 };
 
 typedef struct Ctx Ctx;
 typedef struct Test Test;
@@ -66,6 +69,8 @@ int expect_close(Ctx *c, const char *what, const float *dev, const double *ref, 
 int expect_close_host(Ctx *c, const char *what, const float *got, const double *ref, int rows, int cols, Tol tol);
 /* Marks the test failed with a message (printf-style). */
 void test_fail(Ctx *c, const char *fmt, ...);
+/* Whether the test has failed so far. */
+int test_failed(const Ctx *c);
 /* Describes the shape actually run, printed on the test's line. */
 void set_shape_desc(Ctx *c, const char *fmt, ...);
 int is_cpu_backend(void);

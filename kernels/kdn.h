@@ -46,6 +46,8 @@ void kdn_causal_mask(float *y, int n);   /* 1 where col < row, else 0 */
 void kdn_eye(float *y, int n);
 /* Solve (I - A) X = B, A strictly lower triangular n x n, B and X n x k. */
 void kdn_solve_tri_sequential(const float *A, const float *B, float *X, int n, int k);
+/* The same solve by one workgroup per 64 right-hand sides; n <= 64. */
+void kdn_solve_tri_parallel(const float *A, const float *B, float *X, int n, int k);
 /* y = strict lower part of x plus the identity */
 void kdn_causal_identity(const float *x, float *y, int n);
 void kdn_transpose(const float *x, float *y, int rows, int cols);
@@ -56,7 +58,19 @@ void kdn_gemm_nt_naive(const float *A, const float *B, float *C, int M, int N, i
 void kdn_gemm_tn_naive(const float *A, const float *B, float *C, int M, int N, int K); /* A KxM, B KxN */
 void kdn_gemm_nt_tiled(const float *A, const float *B, float *C, int M, int N, int K);
 
-/* ---- phases 4-8: chunk steps and whole-layer kernels ------------------
+/* ---- phases 4-7: chunk-level steps (n tokens, d features) -------------- */
+/* mask[i][j] = exp(gamma_i - gamma_j) for j <= i, else 0; `count` masks. */
+void kdn_decay_mask(const float *gamma, float *mask, int n, int count);
+/* A = -(K_beta K^T) * mask below the diagonal, 0 elsewhere (n x n). */
+void kdn_attn_matrix(const float *k_beta, const float *k, const float *mask, float *A, int n, int d);
+/* exp(gamma_i), exp(gamma_last - gamma_i) (n each) and exp(gamma_last) (1). */
+void kdn_chunk_decays(const float *gamma, float *exp_gamma, float *to_end, float *total, int n);
+void kdn_scale_by(const float *x, const float *s, float *y, int n); /* y = x * s[0] */
+/* Strided rows <-> contiguous rows x cols: row r of the strided side starts at r*stride. */
+void kdn_gather_rows(const float *src, float *dst, int rows, int cols, long stride);
+void kdn_scatter_rows(const float *src, float *dst, int rows, int cols, long stride);
+
+/* ---- phase 8: whole-layer kernels --------------------------------------
  * See reference/deltanet.h for the math and ggml's tensor layout. */
 typedef struct {
     int T, n_seqs, H_k, H_v, D_k, D_v;

@@ -32,7 +32,7 @@ static void t_eye(const Test *t, Ctx *c) { generated(t, c, kdn_eye, ref_eye); }
 /* A strictly lower with entries of Delta-Net's size: |A_ij| = beta_i*|k_i.k_j|*decay
  * < 1, scaled by 1/n so that (I - A)^-1 stays well conditioned, as the
  * solve of a chunk is in practice. */
-static void t_solve(const Test *t, Ctx *c) {
+static void solve(const Test *t, Ctx *c, void (*kernel)(const float *, const float *, float *, int, int)) {
     int n = t->shape.n, k = t->shape.k;
     float *A = host_f(c, (size_t)n * n), *B = host_f(c, (size_t)n * k);
     double *Ad = host_d(c, (size_t)n * n), *Bd = host_d(c, (size_t)n * k), *want = host_d(c, (size_t)n * k);
@@ -45,10 +45,13 @@ static void t_solve(const Test *t, Ctx *c) {
     ref_solve_tri(Ad, Bd, want, n, k);
     float *dA = dev_in(c, "A", A, (size_t)n * n), *dB = dev_in(c, "B", B, (size_t)n * k);
     float *dX = dev_out(c, "X", (size_t)n * k);
-    kdn_solve_tri_sequential(dA, dB, dX, n, k);
+    kernel(dA, dB, dX, n, k);
     set_shape_desc(c, "n=%d rhs=%d", n, k);
     if (dev_sync(c) == 0) expect_close(c, "X", dX, want, n, k, t->tol);
 }
+
+static void t_solve(const Test *t, Ctx *c) { solve(t, c, kdn_solve_tri_sequential); }
+static void t_solve_parallel(const Test *t, Ctx *c) { solve(t, c, kdn_solve_tri_parallel); }
 
 static void t_transpose(const Test *t, Ctx *c) {
     int rows = t->shape.m, cols = t->shape.n;
@@ -73,6 +76,7 @@ static const Test tests[] = {
     {2, "eye", "unfused", TOL_EXACT, {.n = 64}, t_eye},
     {2, "solve_tri_small", "unfused", TOL_ACCUM(16, 55), {.n = 16, .k = 16}, t_solve},
     {2, "solve_tri_64", "unfused", TOL_ACCUM(64, 55), {.n = 64, .k = 64}, t_solve},
+    {2, "solve_tri_parallel", "fused", TOL_ACCUM(64, 55), {.n = 64, .k = 64}, t_solve_parallel},
     {2, "transpose", "unfused", TOL_EXACT, {.m = 64, .n = 128}, t_transpose},
 };
 

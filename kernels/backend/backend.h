@@ -97,4 +97,8 @@
 void kdn_note_launch(const char *kernel, int code, const char *message);
 #endif
 
+// A launcher that cannot run a shape (beyond a kernel's documented limits)
+// calls this instead of launching; kdn_sync() then reports it as the error.
+void kdn_launch_refused(const char *kernel, const char *why);
+
 #define KDN_CEIL_DIV(a, b) (((a) + (b) - 1) / (b))

@@ -7,6 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+static char refused[512];
+
+void kdn_launch_refused(const char *kernel, const char *why) {
+    if (refused[0] == 0) snprintf(refused, sizeof refused, "%s refused the shape: %s", kernel, why);
+}
+
 extern "C" {
 
 const char *kdn_backend(void) { return "cpu"; }
@@ -31,6 +37,12 @@ int kdn_download(void *dst, const void *src, size_t bytes) {
 
 const char *kdn_sync(void) {
     static char msg[600];
+    if (refused[0]) {
+        snprintf(msg, sizeof msg, "%s", refused);
+        refused[0] = 0;
+        kdn_cpu_take_error();
+        return msg;
+    }
     const char *e = kdn_cpu_take_error();
     if (!e) return NULL;
     snprintf(msg, sizeof msg, "%s", e);

@@ -18,6 +18,10 @@ void kdn_note_launch(const char *kernel, int code, const char *message) {
         snprintf(launch_error, sizeof launch_error, "launch of %s failed: %s", kernel, message);
 }
 
+void kdn_launch_refused(const char *kernel, const char *why) {
+    if (launch_error[0] == 0) snprintf(launch_error, sizeof launch_error, "%s refused the shape: %s", kernel, why);
+}
+
 extern "C" {
 
 const char *kdn_backend(void) {

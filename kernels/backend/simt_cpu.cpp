@@ -1,12 +1,20 @@
 // SIMT executor for the CPU backend.
 //
 // A launch runs its workgroups one after another. Inside a workgroup every
-// thread is a fiber (ucontext) with its own stack; a fiber runs until it
+// thread is a fiber with its own stack; a fiber runs until it
 // reaches __syncthreads(), a wave-level exchange, or its end, then control
 // returns to the scheduler below. The scheduler releases a wave when all of
 // its lanes wait at an exchange, and the workgroup when all threads wait at
 // the barrier. Anything else is a divergence bug on a real GPU and is
 // reported with the kernel's name; the rest of the launch is abandoned.
+//
+// Fibers are made once (ucontext) and then reused for every workgroup of
+// every launch: a fiber loops over "run the kernel body, report done". All
+// switches are _setjmp/_longjmp, which unlike swapcontext make no system call
+// (swapcontext saves the signal mask each time, and that dominated the run
+// time of the ladder). glibc's fortified longjmp refuses to jump between
+// stacks, hence the #undef before any header.
+#undef _FORTIFY_SOURCE
 #include "simt_cpu.h"
 
 #include <stdarg.h>
@@ -14,6 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <setjmp.h>
 #include <ucontext.h>
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -36,7 +45,8 @@ const size_t kStack = KDN_ASAN ? 512 * 1024 : 128 * 1024;
 enum State { READY, AT_BARRIER, AT_WAVE, DONE };
 
 struct Fiber {
-    ucontext_t ctx;
+    jmp_buf ctx;
+    bool started;                          // its stack holds a live fiber_main
     State state;
     int parity;                            // which exchange buffer its next wave op uses
 };
@@ -48,7 +58,8 @@ struct Executor {
     int nthreads;
     int cur;
     Fiber fibers[kMaxThreads];
-    ucontext_t sched;
+    jmp_buf sched;
+    ucontext_t boot;                       // only to enter a fiber's stack the first time
     char *stacks;
     float exchange[2][kMaxThreads];
     unsigned char lds[kMaxLds];
@@ -81,30 +92,14 @@ void set_thread_index(int t) {
 
 char *stack_of(int t) { return E.stacks + (size_t)t * kStack; }
 
-// Fiber -> scheduler. A finished fiber passes done=true so ASan drops its stack.
-void to_scheduler(bool done) {
+// Fiber -> scheduler; returns when the scheduler resumes this fiber.
+void to_scheduler(void) {
 #if KDN_ASAN
-    __sanitizer_start_switch_fiber(done ? NULL : &E.fake_stack, E.sched_stack_bottom, E.sched_stack_size);
-#else
-    (void)done;
+    __sanitizer_start_switch_fiber(&E.fake_stack, E.sched_stack_bottom, E.sched_stack_size);
 #endif
-    swapcontext(&E.fibers[E.cur].ctx, &E.sched);
+    if (!_setjmp(E.fibers[E.cur].ctx)) _longjmp(E.sched, 1);
 #if KDN_ASAN
     __sanitizer_finish_switch_fiber(E.fake_stack, NULL, NULL);
-#endif
-}
-
-// Scheduler -> fiber t, returning when it blocks or ends.
-void run_fiber(int t) {
-    E.cur = t;
-    set_thread_index(t);
-#if KDN_ASAN
-    void *fake = NULL;
-    __sanitizer_start_switch_fiber(&fake, stack_of(t), kStack);
-#endif
-    swapcontext(&E.sched, &E.fibers[t].ctx);
-#if KDN_ASAN
-    __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
 }
 
@@ -112,14 +107,40 @@ void fiber_main(void) {
 #if KDN_ASAN
     __sanitizer_finish_switch_fiber(NULL, &E.sched_stack_bottom, &E.sched_stack_size);
 #endif
-    E.body(E.arg);
-    E.fibers[E.cur].state = DONE;
-    to_scheduler(true);
+    for (;;) {
+        E.body(E.arg);
+        E.fibers[E.cur].state = DONE;
+        to_scheduler();
+    }
+}
+
+// Scheduler -> fiber t, returning when it blocks or ends.
+void run_fiber(int t) {
+    E.cur = t;
+    set_thread_index(t);
+    Fiber *f = &E.fibers[t];
+#if KDN_ASAN
+    void *fake = NULL;
+    __sanitizer_start_switch_fiber(&fake, stack_of(t), kStack);
+#endif
+    if (!_setjmp(E.sched)) {
+        if (f->started) _longjmp(f->ctx, 1);
+        f->started = true;
+        getcontext(&E.boot);
+        E.boot.uc_stack.ss_sp = stack_of(t);
+        E.boot.uc_stack.ss_size = kStack;
+        E.boot.uc_link = NULL;
+        makecontext(&E.boot, fiber_main, 0);
+        setcontext(&E.boot);
+    }
+#if KDN_ASAN
+    __sanitizer_finish_switch_fiber(fake, NULL, NULL);
+#endif
 }
 
 void yield(State s) {
     E.fibers[E.cur].state = s;
-    to_scheduler(false);
+    to_scheduler();
 }
 
 bool ensure_stacks(void) {
@@ -166,16 +187,17 @@ void resolve_barrier(int at_barrier, int done) {
     }
 }
 
+// A fiber abandoned inside a kernel body (the launch failed) must not be
+// resumed there: it is made afresh the next time it runs.
+void abandon_fibers(void) {
+    for (int t = 0; t < E.nthreads; t++)
+        if (E.fibers[t].state != DONE) E.fibers[t].started = false;
+}
+
 void run_workgroup(void) {
     for (int t = 0; t < E.nthreads; t++) {
-        Fiber *f = &E.fibers[t];
-        getcontext(&f->ctx);
-        f->ctx.uc_stack.ss_sp = stack_of(t);
-        f->ctx.uc_stack.ss_size = kStack;
-        f->ctx.uc_link = NULL;
-        makecontext(&f->ctx, fiber_main, 0);
-        f->state = READY;
-        f->parity = 0;
+        E.fibers[t].state = READY;
+        E.fibers[t].parity = 0;
     }
     for (;;) {
         for (int t = 0; t < E.nthreads && !E.failed; t++)
@@ -227,7 +249,10 @@ void kdn_cpu_launch(const char *kernel, dim3 grid, dim3 block, size_t shmem, voi
                 // Uninitialised LDS reads as NaN, so a kernel that forgets to fill it fails its test.
                 memset(E.lds, 0xff, shmem);
                 run_workgroup();
-                if (E.failed) return;
+                if (E.failed) {
+                    abandon_fibers();
+                    return;
+                }
             }
 }
 

@@ -1,2 +1,0 @@
-#include "phases.h"
-const TestList phase7_tests = {0, 0};

@@ -1,2 +1,0 @@
-#include "phases.h"
-const TestList phase8_tests = {0, 0};

@@ -1,0 +1,121 @@
+/* Realistic Delta-Net inputs (see deltanet_data.h). */
+#include "deltanet_data.h"
+
+#include "../reference/ref.h"
+
+#include <math.h>
+
+static double softplus(double x) { return x > 20.0 ? x : log1p(exp(x)); }
+
+static void l2_normalise_rows(float *x, size_t rows, int d, double scale) {
+    for (size_t r = 0; r < rows; r++) {
+        double ss = 0.0;
+        for (int i = 0; i < d; i++) ss += (double)x[r * d + i] * x[r * d + i];
+        double f = scale / sqrt(ss + 1e-12);
+        for (int i = 0; i < d; i++) x[r * d + i] = (float)(x[r * d + i] * f);
+    }
+}
+
+/* Per value head: A ~ U(0, 16) as Qwen3-Next's A_log init, a time-step bias
+ * putting softplus near dt0 ~ log-uniform [1e-3, 1e-1], per-token noise. */
+static void fill_log_decay(Ctx *c, const Shape *sh, float *g, size_t tokens) {
+    int H = sh->H_v;
+    double A[256], bias[256];
+    for (int h = 0; h < H && h < 256; h++) {
+        double dt0 = exp(log(1e-3) + (log(1e-1) - log(1e-3)) * rng_uniform(c));
+        A[h] = 16.0 * rng_uniform(c);
+        bias[h] = log(expm1(dt0)); /* softplus^-1 */
+    }
+    for (size_t t = 0; t < tokens; t++)
+        for (int h = 0; h < H; h++) {
+            double x = rng_normal(c), val;
+            if (sh->decay == DECAY_STRONG)
+                val = -(5.0 + 25.0 * rng_uniform(c));
+            else if (sh->decay == DECAY_WEAK)
+                val = -1e-4 * rng_uniform(c);
+            else
+                val = -A[h % 256] * softplus(x + bias[h % 256]);
+            g[t * H + h] = (float)val;
+        }
+}
+
+void dn_generate(Ctx *c, const Shape *sh, DnData *d) {
+    KdnShape ks = {sh->T, sh->n_seqs, sh->H_k, sh->H_v, sh->D_k, sh->D_v, sh->chunk, sh->head_map};
+    RefShape rs = {sh->T, sh->n_seqs, sh->H_k, sh->H_v, sh->D_k, sh->D_v, sh->chunk, sh->head_map};
+    d->ks = ks;
+    d->rs = rs;
+    size_t tokens = (size_t)sh->T * sh->n_seqs;
+    d->n_qk = tokens * sh->H_k * sh->D_k;
+    d->n_v = tokens * sh->H_v * sh->D_v;
+    d->n_gb = tokens * sh->H_v;
+    d->n_state = (size_t)sh->n_seqs * sh->H_v * sh->D_v * sh->D_k;
+    d->q = host_f(c, d->n_qk);
+    d->k = host_f(c, d->n_qk);
+    d->v = host_f(c, d->n_v);
+    d->g = host_f(c, d->n_gb);
+    d->beta = host_f(c, d->n_gb);
+    d->state = host_f(c, d->n_state);
+    fill_normal(c, d->q, d->n_qk, 0.0, 1.0);
+    fill_normal(c, d->k, d->n_qk, 0.0, 1.0);
+    l2_normalise_rows(d->q, tokens * sh->H_k, sh->D_k, 1.0 / sqrt((double)sh->D_k));
+    l2_normalise_rows(d->k, tokens * sh->H_k, sh->D_k, 1.0);
+    fill_normal(c, d->v, d->n_v, 0.0, 1.0);
+    for (size_t i = 0; i < d->n_gb; i++) d->beta[i] = (float)(1.0 / (1.0 + exp(-rng_normal(c))));
+    fill_log_decay(c, sh, d->g, tokens);
+    if (sh->state) fill_normal(c, d->state, d->n_state, 0.0, 0.3);
+}
+
+void dn_upload(Ctx *c, const DnData *d, DnDevice *dd) {
+    dd->q = dev_in(c, "q", d->q, d->n_qk);
+    dd->k = dev_in(c, "k", d->k, d->n_qk);
+    dd->v = dev_in(c, "v", d->v, d->n_v);
+    dd->g = dev_in(c, "g", d->g, d->n_gb);
+    dd->beta = dev_in(c, "beta", d->beta, d->n_gb);
+    dd->state = dev_in(c, "state_in", d->state, d->n_state);
+}
+
+RefInputs dn_ref_inputs(const DnData *d) {
+    RefInputs in = {d->q, d->k, d->v, d->g, d->beta, d->state};
+    return in;
+}
+
+double *dn_widen(Ctx *c, const float *x, size_t n) {
+    double *y = host_d(c, n);
+    ref_widen(x, y, n);
+    return y;
+}
+
+void dn_describe(Ctx *c, const Shape *sh) {
+    static const char *const decay[] = {"qwen", "strong", "weak"};
+    static const char *const map[] = {"tiled", "block", "both"};
+    set_shape_desc(c, "T=%d B=%d Hk=%d Hv=%d Dk=%d Dv=%d C=%d map=%s decay=%s s0=%s", sh->T, sh->n_seqs, sh->H_k,
+                   sh->H_v, sh->D_k, sh->D_v, sh->chunk, map[sh->head_map], decay[sh->decay],
+                   sh->state ? "rand" : "zero");
+}
+
+RefChunk dn_ref_chunk(Ctx *c, int n, int D_k, int D_v) {
+    RefChunk r;
+    r.gamma = host_d(c, n);
+    r.decay = host_d(c, (size_t)n * n);
+    r.A = host_d(c, (size_t)n * n);
+    r.Tinv = host_d(c, (size_t)n * n);
+    r.U = host_d(c, (size_t)n * D_v);
+    r.W = host_d(c, (size_t)n * D_k);
+    return r;
+}
+
+Shape dn_backend_shape(const Shape *sh) {
+    Shape s = *sh;
+    if (is_cpu_backend() && s.H_k % 4 == 0) {
+        s.H_k /= 4;
+        s.H_v /= 4;
+    }
+    return s;
+}
+
+Shape dn_chunk_shape(const Shape *sh) {
+    Shape s = *sh;
+    s.T = sh->chunk;
+    s.n_seqs = s.H_k = s.H_v = 1;
+    return s;
+}

@@ -1,0 +1,40 @@
+/* Realistic Delta-Net inputs in ggml's layout, as Qwen3-Next produces them. */
+#ifndef DELTANET_DATA_H
+#define DELTANET_DATA_H
+
+#include "../harness/harness.h"
+#include "../kernels/kdn.h"
+#include "../reference/deltanet.h"
+
+typedef struct {
+    KdnShape ks;
+    RefShape rs;
+    size_t n_qk, n_v, n_gb, n_state; /* element counts */
+    float *q, *k, *v, *g, *beta, *state;
+} DnData;
+
+/* q, k L2-normalised per head and token (q also scaled by 1/sqrt(D_k)),
+ * v ~ N(0,1), beta = sigmoid(N(0,1)), g = -exp(A_h) softplus(x + dt_bias_h)
+ * with Qwen3-Next's parameter ranges (or strong / near-zero decay), and an
+ * initial state that is zero or N(0, 0.3^2). */
+void dn_generate(Ctx *c, const Shape *sh, DnData *d);
+/* Device copies of the inputs. */
+typedef struct {
+    float *q, *k, *v, *g, *beta, *state;
+} DnDevice;
+void dn_upload(Ctx *c, const DnData *d, DnDevice *dd);
+RefInputs dn_ref_inputs(const DnData *d);
+/* Widens a float array into a new double array owned by the test. */
+double *dn_widen(Ctx *c, const float *x, size_t n);
+/* The shape as printed on the test line. */
+void dn_describe(Ctx *c, const Shape *sh);
+
+
+/* Reference chunk arrays for n tokens (all fields allocated). */
+RefChunk dn_ref_chunk(Ctx *c, int n, int D_k, int D_v);
+/* Shape to run: the CPU executor runs a quarter of the heads (never fewer
+ * than one key head and the same grouping), every other parameter as given. */
+Shape dn_backend_shape(const Shape *sh);
+/* Single head, single sequence, one chunk of sh->chunk tokens. */
+Shape dn_chunk_shape(const Shape *sh);
+#endif

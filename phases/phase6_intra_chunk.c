@@ -1,0 +1,95 @@
+/* Phase 6: the intra-chunk quantities, step by step through the unfused
+ * pipeline: the attention matrix from raw inputs, the solve, and the WY
+ * products U and W. */
+#include "phases.h"
+
+#include "deltanet_data.h"
+#include "pipeline.h"
+
+#include "../reference/ref.h"
+
+#include <math.h>
+
+typedef struct {
+    Shape sh;
+    int n, dk, dv;
+    DnData d;
+    RefChunk r;
+    ChunkWork w;
+} ChunkCase;
+
+/* One realistic chunk, its reference intermediates and the device scratch
+ * with k, v, g and beta uploaded. */
+static void chunk_case(const Test *t, Ctx *c, ChunkCase *cc) {
+    cc->sh = dn_chunk_shape(&t->shape);
+    cc->n = cc->sh.chunk;
+    cc->dk = cc->sh.D_k;
+    cc->dv = cc->sh.D_v;
+    dn_generate(c, &cc->sh, &cc->d);
+    cc->r = dn_ref_chunk(c, cc->n, cc->dk, cc->dv);
+    ref_chunk_intra(cc->n, cc->dk, cc->dv, dn_widen(c, cc->d.k, cc->d.n_qk), dn_widen(c, cc->d.v, cc->d.n_v),
+                    dn_widen(c, cc->d.g, cc->d.n_gb), dn_widen(c, cc->d.beta, cc->d.n_gb), &cc->r);
+    chunk_work_alloc(c, &cc->w, cc->n, cc->dk, cc->dv);
+    kdn_upload(cc->w.k, cc->d.k, cc->d.n_qk * sizeof(float));
+    kdn_upload(cc->w.v, cc->d.v, cc->d.n_v * sizeof(float));
+    kdn_upload(cc->w.g, cc->d.g, cc->d.n_gb * sizeof(float));
+    kdn_upload(cc->w.beta, cc->d.beta, cc->d.n_gb * sizeof(float));
+    set_shape_desc(c, "C=%d Dk=%d Dv=%d decay=qwen", cc->n, cc->dk, cc->dv);
+}
+
+/* From raw inputs as the layer receives them before its sigmoid: beta
+ * passes through the sigmoid kernel, then the attention steps. */
+static void t_attn_pre(const Test *t, Ctx *c) {
+    ChunkCase cc;
+    chunk_case(t, c, &cc);
+    int n = cc.n;
+    float *raw = host_f(c, n);
+    double *beta = host_d(c, n);
+    fill_normal(c, raw, n, 0.0, 1.0);
+    ref_sigmoid(raw, beta, n);
+    ref_chunk_intra(n, cc.dk, cc.dv, dn_widen(c, cc.d.k, cc.d.n_qk), dn_widen(c, cc.d.v, cc.d.n_v),
+                    dn_widen(c, cc.d.g, cc.d.n_gb), beta, &cc.r);
+    float *draw = dev_in(c, "beta_raw", raw, n);
+    kdn_sigmoid(draw, cc.w.beta, n);
+    step_attn_pre(&cc.w, n);
+    if (dev_sync(c) == 0) expect_close(c, "A", cc.w.A, cc.r.A, n, n, t->tol);
+}
+
+/* The solve alone, on the reference A rounded to float. */
+static void t_solve_causal_identity(const Test *t, Ctx *c) {
+    ChunkCase cc;
+    chunk_case(t, c, &cc);
+    int n = cc.n;
+    float *A = host_f(c, (size_t)n * n);
+    double *Ad = host_d(c, (size_t)n * n), *eye = host_d(c, (size_t)n * n), *want = host_d(c, (size_t)n * n);
+    for (int i = 0; i < n * n; i++) A[i] = (float)cc.r.A[i];
+    ref_widen(A, Ad, (size_t)n * n);
+    ref_eye(eye, n);
+    ref_solve_tri(Ad, eye, want, n, n);
+    kdn_upload(cc.w.A, A, (size_t)n * n * sizeof(float));
+    step_solve(&cc.w, n);
+    if (dev_sync(c) == 0) expect_close(c, "Tinv", cc.w.Tinv, want, n, n, t->tol);
+}
+
+static void t_intra_chunk(const Test *t, Ctx *c) {
+    ChunkCase cc;
+    chunk_case(t, c, &cc);
+    int n = cc.n;
+    step_attn_pre(&cc.w, n);
+    step_solve(&cc.w, n);
+    step_wy(&cc.w, n);
+    if (dev_sync(c) != 0) return;
+    expect_close(c, "A", cc.w.A, cc.r.A, n, n, t->tol);
+    expect_close(c, "Tinv", cc.w.Tinv, cc.r.Tinv, n, n, t->tol);
+    expect_close(c, "U", cc.w.U, cc.r.U, n, cc.dv, t->tol);
+    expect_close(c, "W", cc.w.W, cc.r.W, n, cc.dk, t->tol);
+}
+
+static const Test tests[] = {
+    {6, "attn_pre_computation", "unfused", {2e-5, 1e-4}, {.chunk = 64, .D_k = 128, .D_v = 128}, t_attn_pre},
+    {6, "solve_causal_identity", "unfused", {2e-5, 1e-4}, {.chunk = 64, .D_k = 128, .D_v = 128}, t_solve_causal_identity},
+    {6, "intra_chunk_small", "unfused", {2e-5, 1e-4}, {.chunk = 16, .D_k = 16, .D_v = 16}, t_intra_chunk},
+    {6, "intra_chunk", "unfused", {2e-5, 1e-4}, {.chunk = 64, .D_k = 128, .D_v = 128}, t_intra_chunk},
+};
+
+const TestList phase6_tests = {tests, sizeof tests / sizeof tests[0]};
