@@ -46,6 +46,11 @@ void set_shape_desc(Ctx *c, const char *fmt, ...) {
     va_end(ap);
 }
 
+void bench_work(Ctx *c, const char *label, void (*work)(void *arg), void *arg, double bytes, double flops) {
+    (void)c, (void)label, (void)bytes, (void)flops; /* timing: not yet implemented */
+    work(arg);
+}
+
 int is_cpu_backend(void) { return strcmp(kdn_backend(), "cpu") == 0; }
 
 static void *host_alloc(Ctx *c, size_t bytes) {

@@ -75,4 +75,13 @@ int test_failed(const Ctx *c);
 void set_shape_desc(Ctx *c, const char *fmt, ...);
 int is_cpu_backend(void);
 
+/* ---- benchmarking --------------------------------------------------------
+ * The device work a test would time under --bench goes through bench_work:
+ * normally it runs `work` once; with --bench it also runs it repeatedly,
+ * timed, and records the timing under `label` (several labels per test make
+ * a side-by-side comparison). `work` must be re-runnable on the same buffers.
+ * bytes and flops: the work's algorithmic traffic and arithmetic, for GB/s
+ * and GFLOP/s (docs/bench.md says how each kernel's are counted). */
+void bench_work(Ctx *c, const char *label, void (*work)(void *arg), void *arg, double bytes, double flops);
+
 #endif

@@ -119,3 +119,14 @@ Shape dn_chunk_shape(const Shape *sh) {
     s.n_seqs = s.H_k = s.H_v = 1;
     return s;
 }
+
+void dn_layer_cost(const Shape *sh, double *bytes, double *flops) {
+    double tokens = (double)sh->T * sh->n_seqs, C = sh->chunk, dk = sh->D_k, dv = sh->D_v;
+    double heads = (double)sh->n_seqs * sh->H_v;
+    *bytes = 4.0 * (tokens * sh->H_k * dk * 2 + tokens * sh->H_v * (2 * dv + 2) + 2 * heads * dk * dv);
+    /* per token and value head, chunked form: K K^T and Q K^T rows (2 C dk),
+     * the solve and WY products (C^2/2 + C (dv + dk)), W S and Q S (2 dk dv),
+     * P D (C dv) and the state update (dk dv) */
+    double per = 2 * C * dk + C * C / 2 + C * (dv + dk) + 2 * dk * dv + C * dv + dk * dv;
+    *flops = 2.0 * tokens * sh->H_v * per;
+}

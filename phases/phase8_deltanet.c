@@ -8,6 +8,19 @@
 typedef void (*LayerFn)(Ctx *c, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                         const float *beta, const float *state_in, float *o, float *state_out);
 
+typedef struct {
+    Ctx *c;
+    LayerFn layer;
+    const KdnShape *s;
+    DnDevice in;
+    float *o, *state_out;
+} LayerCall;
+
+static void run_layer(void *arg) {
+    LayerCall *l = arg;
+    l->layer(l->c, l->s, l->in.q, l->in.k, l->in.v, l->in.g, l->in.beta, l->in.state, l->o, l->state_out);
+}
+
 /* Runs one layer implementation on one shape and compares with the recurrence. */
 static void check_layer(const Test *t, Ctx *c, const Shape *shape, LayerFn layer) {
     Shape sh = dn_backend_shape(shape);
@@ -19,7 +32,10 @@ static void check_layer(const Test *t, Ctx *c, const Shape *shape, LayerFn layer
     RefInputs in = dn_ref_inputs(&d);
     ref_deltanet_recurrent(&d.rs, &in, o_ref, s_ref);
     float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
-    layer(c, &d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
+    LayerCall call = {c, layer, &d.ks, dd, o, s_out};
+    double bytes, flops;
+    dn_layer_cost(&sh, &bytes, &flops);
+    bench_work(c, t->variant, run_layer, &call, bytes, flops);
     dn_describe(c, &sh);
     if (dev_sync(c) != 0) return;
     int rows = sh.T * sh.n_seqs * sh.H_v;

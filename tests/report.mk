@@ -1,0 +1,2 @@
+test-report:
+	@echo "report tests: not written yet"
