@@ -54,7 +54,7 @@ HOST_OBJ   := $(HOST_SRC:%.c=$(BUILD)/%.o)
 KERNEL_OBJ := $(patsubst %.cpp,$(BUILD)/%.o,$(KERNEL_SRC) $(RUNTIME))
 HEADERS    := $(wildcard harness/*.h reference/*.h phases/*.h kernels/*.h kernels/backend/*.h)
 
-.PHONY: all clean test check-env test_deltanet
+.PHONY: all clean test check-env test_deltanet resources resources-check
 all: test_deltanet
 
 # The binary of the last backend built; each backend keeps its own objects.
@@ -81,6 +81,21 @@ check-env:
 	@$(KCXX) --version 2>/dev/null | head -n 3 || echo "  (not found)"
 	@echo "target:   $(if $(filter hip,$(BACKEND)),$(GPU_TARGET),$(if $(filter cuda,$(BACKEND)),$(CUDA_ARCH),host-wave64))"
 	@$(MAKE) --no-print-directory BACKEND=$(BACKEND) $(BUILD)/test_deltanet >/dev/null && $(BUILD)/test_deltanet --env
+
+# gfx906 resource use of every kernel, from the gfx906 compiler: `make
+# resources` rewrites the table in docs/kernels.md, `make resources-check`
+# fails on LDS > 64 KB, scratch or spills (run by make test where hipcc exists).
+resources:
+	@mkdir -p build
+	@tools/gfx906_resources.sh $(KERNEL_SRC) > build/resources.md
+	@awk -v table=build/resources.md \
+	    '/<!-- resources:end/ { skip = 0 } !skip { print } \
+	     /<!-- resources:begin/ { while ((getline line < table) > 0) print line; skip = 1 }' \
+	    docs/kernels.md > build/kernels.md && mv build/kernels.md docs/kernels.md
+	@echo "docs/kernels.md: resource table updated"
+
+resources-check:
+	@tools/gfx906_resources.sh --check $(KERNEL_SRC) > /dev/null && echo "gfx906 resources: no kernel over 64 KB LDS, none spills"
 
 include tests/tests.mk
 
