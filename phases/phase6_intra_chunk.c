@@ -86,10 +86,10 @@ static void t_intra_chunk(const Test *t, Ctx *c) {
 }
 
 static const Test tests[] = {
-    {6, "attn_pre_computation", "unfused", {2e-5, 1e-4}, {.chunk = 64, .D_k = 128, .D_v = 128}, t_attn_pre},
-    {6, "solve_causal_identity", "unfused", {2e-5, 1e-4}, {.chunk = 64, .D_k = 128, .D_v = 128}, t_solve_causal_identity},
-    {6, "intra_chunk_small", "unfused", {2e-5, 1e-4}, {.chunk = 16, .D_k = 16, .D_v = 16}, t_intra_chunk},
-    {6, "intra_chunk", "unfused", {2e-5, 1e-4}, {.chunk = 64, .D_k = 128, .D_v = 128}, t_intra_chunk},
+    {6, "attn_pre_computation", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_attn_pre},
+    {6, "solve_causal_identity", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_solve_causal_identity},
+    {6, "intra_chunk_small", "unfused", TOL_CHUNK, {.chunk = 16, .D_k = 16, .D_v = 16}, t_intra_chunk},
+    {6, "intra_chunk", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_intra_chunk},
 };
 
 const TestList phase6_tests = {tests, sizeof tests / sizeof tests[0]};

@@ -68,8 +68,8 @@ static void t_output_with_state(const Test *t, Ctx *c) {
 }
 
 static const Test tests[] = {
-    {7, "state_update", "unfused", {2e-5, 1e-4}, {.chunk = 64, .D_k = 128, .D_v = 128}, t_state_update},
-    {7, "output_with_state", "unfused", {2e-5, 1e-4}, {.chunk = 64, .D_k = 128, .D_v = 128}, t_output_with_state},
+    {7, "state_update", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_state_update},
+    {7, "output_with_state", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_output_with_state},
 };
 
 const TestList phase7_tests = {tests, sizeof tests / sizeof tests[0]};

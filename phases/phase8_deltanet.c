@@ -63,21 +63,135 @@ static void recurrent(Ctx *c, const KdnShape *s, const float *q, const float *k,
     kdn_deltanet_recurrent(s, q, k, v, g, beta, state_in, o, state_out);
 }
 
+static void fused(Ctx *c, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                  const float *beta, const float *state_in, float *o, float *state_out) {
+    (void)c;
+    kdn_deltanet_fused(s, q, k, v, g, beta, state_in, o, state_out);
+}
+
 static void t_unfused_single(const Test *t, Ctx *c) { check_layer(t, c, &t->shape, deltanet_unfused); }
 static void t_unfused_full(const Test *t, Ctx *c) { check_both_maps(t, c, deltanet_unfused); }
 static void t_recurrent(const Test *t, Ctx *c) { check_both_maps(t, c, recurrent); }
+static void t_fused(const Test *t, Ctx *c) { check_both_maps(t, c, fused); }
 
-#define QWEN(T_, B_) .T = T_, .n_seqs = B_, .H_k = 16, .H_v = 32, .D_k = 128, .D_v = 128, .chunk = 64
+/* Two implementations on identical inputs, compared with each other: the
+ * second one's outputs are the reference (each is checked against the
+ * recurrence by its own rows). */
+static void agree(const Test *t, Ctx *c, LayerFn first, LayerFn second) {
+    Shape sh = dn_backend_shape(&t->shape);
+    DnData d;
+    DnDevice dd;
+    dn_generate(c, &sh, &d);
+    dn_upload(c, &d, &dd);
+    float *o1 = dev_out(c, "o_first", d.n_v), *s1 = dev_out(c, "state_first", d.n_state);
+    float *o2 = dev_out(c, "o_second", d.n_v), *s2 = dev_out(c, "state_second", d.n_state);
+    first(c, &d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o1, s1);
+    second(c, &d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o2, s2);
+    dn_describe(c, &sh);
+    if (dev_sync(c) != 0) return;
+    float *h2 = host_f(c, d.n_v > d.n_state ? d.n_v : d.n_state);
+    download(c, h2, o2, d.n_v);
+    expect_close(c, "o", o1, dn_widen(c, h2, d.n_v), sh.T * sh.n_seqs * sh.H_v, sh.D_v, t->tol);
+    download(c, h2, s2, d.n_state);
+    expect_close(c, "state", s1, dn_widen(c, h2, d.n_state), sh.n_seqs * sh.H_v * sh.D_v, sh.D_k, t->tol);
+}
+
+static void t_fused_vs_unfused(const Test *t, Ctx *c) { agree(t, c, fused, deltanet_unfused); }
+static void t_recurrent_vs_fused(const Test *t, Ctx *c) { agree(t, c, recurrent, fused); }
+
+/* Tokens t0 .. t0+n-1 of every sequence of a [width, T, n_seqs] tensor. */
+static float *slice_tokens(Ctx *c, const float *x, size_t width, int T, int n_seqs, int t0, int n) {
+    float *y = host_f(c, width * n * n_seqs);
+    for (int s = 0; s < n_seqs; s++)
+        for (int t = 0; t < n; t++)
+            for (size_t i = 0; i < width; i++)
+                y[((size_t)s * n + t) * width + i] = x[((size_t)s * T + t0 + t) * width + i];
+    return y;
+}
+
+/* Uploads tokens t0 .. t0+n-1 of the inputs (the state is set separately). */
+static void upload_tokens(Ctx *c, const DnData *d, int t0, int n, DnDevice *dd) {
+    const KdnShape *s = &d->ks;
+    size_t qk = (size_t)s->H_k * s->D_k, vw = (size_t)s->H_v * s->D_v, tok = (size_t)n * s->n_seqs;
+    dd->q = dev_in(c, "q", slice_tokens(c, d->q, qk, s->T, s->n_seqs, t0, n), tok * qk);
+    dd->k = dev_in(c, "k", slice_tokens(c, d->k, qk, s->T, s->n_seqs, t0, n), tok * qk);
+    dd->v = dev_in(c, "v", slice_tokens(c, d->v, vw, s->T, s->n_seqs, t0, n), tok * vw);
+    dd->g = dev_in(c, "g", slice_tokens(c, d->g, s->H_v, s->T, s->n_seqs, t0, n), tok * s->H_v);
+    dd->beta = dev_in(c, "beta", slice_tokens(c, d->beta, s->H_v, s->T, s->n_seqs, t0, n), tok * s->H_v);
+}
+
+/* Chunked prefill of T - shape.m tokens by the fused kernel, then shape.m
+ * decode steps of one token each by the recurrent kernel, each starting from
+ * the state the previous call left: the final state and every decode output
+ * must equal the recurrence over all T tokens. */
+static void t_prefill_then_decode(const Test *t, Ctx *c) {
+    Shape sh = dn_backend_shape(&t->shape);
+    DnData d;
+    dn_generate(c, &sh, &d);
+    double *o_ref = host_d(c, d.n_v), *s_ref = host_d(c, d.n_state);
+    RefInputs in = dn_ref_inputs(&d);
+    ref_deltanet_recurrent(&d.rs, &in, o_ref, s_ref);
+    dn_describe(c, &sh);
+    int decode = t->shape.m, prefill = sh.T - decode;
+    float *state = dev_in(c, "state_in", d.state, d.n_state);
+    DnDevice dd;
+    KdnShape ks = d.ks;
+    ks.T = prefill;
+    upload_tokens(c, &d, 0, prefill, &dd);
+    float *o = dev_out(c, "o_prefill", (size_t)prefill * sh.n_seqs * sh.H_v * sh.D_v);
+    float *next = dev_out(c, "state_prefill", d.n_state);
+    kdn_deltanet_fused(&ks, dd.q, dd.k, dd.v, dd.g, dd.beta, state, o, next);
+    ks.T = 1;
+    size_t o_tok = (size_t)sh.H_v * sh.D_v;
+    float *o_dec = host_f(c, o_tok * sh.n_seqs);
+    double *want = host_d(c, o_tok * sh.n_seqs);
+    for (int step = 0; step < decode && dev_sync(c) == 0; step++) {
+        state = next;
+        next = dev_out(c, "state_decode", d.n_state);
+        float *o1 = dev_out(c, "o_decode", o_tok * sh.n_seqs);
+        upload_tokens(c, &d, prefill + step, 1, &dd);
+        kdn_deltanet_recurrent(&ks, dd.q, dd.k, dd.v, dd.g, dd.beta, state, o1, next);
+        if (dev_sync(c) != 0) return;
+        download(c, o_dec, o1, o_tok * sh.n_seqs);
+        for (int s = 0; s < sh.n_seqs; s++)
+            for (size_t i = 0; i < o_tok; i++)
+                want[s * o_tok + i] = o_ref[((size_t)s * sh.T + prefill + step) * o_tok + i];
+        expect_close_host(c, "o (decode step)", o_dec, want, sh.n_seqs * sh.H_v, sh.D_v, t->tol);
+    }
+    if (!test_failed(c)) expect_close(c, "state", next, s_ref, sh.n_seqs * sh.H_v * sh.D_v, sh.D_k, t->tol);
+}
+
+/* D_k = D_v = 128 as in Qwen3-Next, with the given heads and chunk size */
+#define HEADS(T_, B_, Hk, Hv, C_) .T = T_, .n_seqs = B_, .H_k = Hk, .H_v = Hv, .D_k = 128, .D_v = 128, .chunk = C_
+#define QWEN(T_, B_) HEADS(T_, B_, 16, 32, 64)
 
 static const Test tests[] = {
-    {8, "deltanet_single_chunk", "unfused", {2e-4, 1e-3}, {QWEN(64, 1), .state = 1}, t_unfused_single},
-    {8, "deltanet_full", "unfused", {2e-4, 1e-3}, {QWEN(200, 2), .state = 1}, t_unfused_full},
+    {8, "deltanet_single_chunk", "unfused", TOL_CHUNK, {QWEN(64, 1), .state = 1}, t_unfused_single},
+    {8, "deltanet_full", "unfused", TOL_CHUNK, {QWEN(200, 2), .state = 1}, t_unfused_full},
     /* token-recurrent kernel: decode (T = 1), a short prompt, odd sizes */
-    {8, "recurrent_decode", "fused", {2e-4, 1e-3}, {QWEN(1, 4), .state = 1}, t_recurrent},
-    {8, "recurrent_prompt", "fused", {2e-4, 1e-3}, {QWEN(130, 2), .state = 1}, t_recurrent},
-    {8, "recurrent_odd_dims", "fused", {2e-4, 1e-3},
+    {8, "recurrent_decode", "fused", TOL_CHUNK, {QWEN(1, 4), .state = 1}, t_recurrent},
+    {8, "recurrent_prompt", "fused", TOL_CHUNK, {QWEN(130, 2), .state = 1}, t_recurrent},
+    {8, "recurrent_odd_dims", "fused", TOL_CHUNK,
      {.T = 37, .n_seqs = 3, .H_k = 2, .H_v = 6, .D_k = 72, .D_v = 40, .chunk = 64, .state = 1}, t_recurrent},
-    {8, "recurrent_strong_decay", "fused", {2e-4, 1e-3}, {QWEN(70, 1), .decay = DECAY_STRONG, .state = 1}, t_recurrent},
+    {8, "recurrent_strong_decay", "fused", TOL_CHUNK, {QWEN(70, 1), .decay = DECAY_STRONG, .state = 1}, t_recurrent},
+    /* fused chunked kernel: T around the chunk size, ragged tails, grouped
+     * heads H_v/H_k = 1..4, decay extremes, chunk 32, odd dimensions */
+    {8, "fused_T1", "fused", TOL_CHUNK, {QWEN(1, 2), .state = 1}, t_fused},
+    {8, "fused_T63", "fused", TOL_CHUNK, {QWEN(63, 1), .state = 1}, t_fused},
+    {8, "fused_T64", "fused", TOL_CHUNK, {QWEN(64, 1), .state = 1}, t_fused},
+    {8, "fused_T65", "fused", TOL_CHUNK, {QWEN(65, 1), .state = 1}, t_fused},
+    {8, "fused_ragged", "fused", TOL_CHUNK, {QWEN(300, 3), .state = 1}, t_fused},
+    {8, "fused_gqa1", "fused", TOL_CHUNK, {HEADS(100, 1, 8, 8, 64), .state = 1}, t_fused},
+    {8, "fused_gqa3", "fused", TOL_CHUNK, {HEADS(100, 2, 2, 6, 64), .state = 1}, t_fused},
+    {8, "fused_gqa4", "fused", TOL_CHUNK, {HEADS(100, 1, 4, 16, 64), .state = 1}, t_fused},
+    {8, "fused_strong_decay", "fused", TOL_CHUNK, {QWEN(150, 1), .decay = DECAY_STRONG, .state = 1}, t_fused},
+    {8, "fused_weak_decay", "fused", TOL_CHUNK, {QWEN(150, 1), .decay = DECAY_WEAK, .state = 1}, t_fused},
+    {8, "fused_chunk32", "fused", TOL_CHUNK, {HEADS(150, 2, 16, 32, 32), .state = 1}, t_fused},
+    {8, "fused_odd_dims", "fused", TOL_CHUNK,
+     {.T = 77, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 72, .D_v = 40, .chunk = 64, .state = 1}, t_fused},
+    {8, "fused_vs_unfused", "fused", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_fused_vs_unfused},
+    {8, "recurrent_vs_fused", "fused", TOL_CHUNK, {QWEN(64, 2), .state = 1}, t_recurrent_vs_fused},
+    {8, "prefill_then_decode", "fused", TOL_CHUNK, {QWEN(100, 2), .m = 4, .state = 1}, t_prefill_then_decode},
 };
 
 const TestList phase8_tests = {tests, sizeof tests / sizeof tests[0]};

@@ -24,5 +24,8 @@ extern const TestList phase8_tests; /* full multi-chunk Delta-Net */
 /* a recursive sum of K terms whose magnitudes add up to at most S:
  * |error| <= K*U*S (Higham's gamma_K bound, first order) */
 #define TOL_ACCUM(K, S) {(K) * FP32_U * (S), 1e-6}
+/* chains of such sums: a chunk's intra and state steps (phases 6-7) and
+ * whole layers of a few chunks (phase 8); docs/tolerances.md derives it */
+#define TOL_CHUNK {2e-5, 1e-4}
 
 #endif

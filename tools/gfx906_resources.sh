@@ -6,7 +6,9 @@
 #   tools/gfx906_resources.sh [--check] FILE.cpp...
 #
 # --check: exit 1 when a kernel exceeds gfx906's 64 KB of LDS, uses scratch
-# or spills registers (all kernels in kernels/ are product kernels). Dynamic
+# memory or spills VGPRs (all kernels in kernels/ are product kernels). SGPR
+# spills are shown but allowed: the compiler parks them in lanes of a VGPR
+# (v_writelane/v_readlane), which costs instructions, not memory. Dynamic
 # LDS is sized at launch and not seen here: the launchers of kernels that use
 # it check the 64 KB themselves.
 set -eu
@@ -44,7 +46,7 @@ while IFS="$tab" read -r file kernel vgpr sgpr scratch spills lds occ; do
         echo "gfx906: $pretty uses $lds B of LDS (> 64 KB)" >&2
         status=1
     fi
-    if [ "$scratch" != 0 ] || [ "$spills" != "0/0" ]; then
+    if [ "$scratch" != 0 ] || [ "${spills%%/*}" != 0 ]; then
         echo "gfx906: $pretty spills (scratch $scratch B/lane, spills $spills)" >&2
         status=1
     fi

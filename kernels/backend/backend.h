@@ -101,4 +101,21 @@ void kdn_note_launch(const char *kernel, int code, const char *message);
 // calls this instead of launching; kdn_sync() then reports it as the error.
 void kdn_launch_refused(const char *kernel, const char *why);
 
+// A kernel launched with more than 48 KB of dynamic LDS: CUDA needs an opt-in
+// per kernel; gfx906 and the CPU executor allow 64 KB as they are.
+#if defined(KDN_BACKEND_CUDA)
+#define KDN_ALLOW_LDS(kernel, bytes) \
+    cudaFuncSetAttribute((const void *)(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(bytes))
+#else
+#define KDN_ALLOW_LDS(kernel, bytes) ((void)(bytes))
+#endif
+
+// Full unrolling of a loop with a compile-time trip count, so that arrays
+// indexed by its counter stay in registers.
+#if defined(KDN_BACKEND_CPU)
+#define KDN_UNROLL _Pragma("GCC unroll 128")
+#else
+#define KDN_UNROLL _Pragma("unroll")
+#endif
+
 #define KDN_CEIL_DIV(a, b) (((a) + (b) - 1) / (b))

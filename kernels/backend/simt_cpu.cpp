@@ -62,7 +62,7 @@ struct Executor {
     ucontext_t boot;                       // only to enter a fiber's stack the first time
     char *stacks;
     float exchange[2][kMaxThreads];
-    unsigned char lds[kMaxLds];
+    alignas(16) unsigned char lds[kMaxLds];
     char error[512];
     bool failed;
     // AddressSanitizer's view of the stack switches.

@@ -1,0 +1,257 @@
+// Phase 8b: the fused chunked gated Delta-Net: the whole layer (every
+// sequence, value head and chunk) in one launch. Math: docs/algorithm.md.
+//
+// Work split
+//   grid      (D_v / kBV, H_v, n_seqs): a workgroup owns kBV = 16 columns of
+//             one head's state (a D_k x 16 slab) for the whole sequence.
+//             Columns are independent (column b of D, O and S depends only on
+//             column b of S and V), so slabs never talk to each other, and a
+//             single sequence of Qwen3-Next (H_v = 32, D_v = 128) still gives
+//             256 workgroups.
+//   workgroup 256 threads (4 waves on gfx906). The slab stays in LDS from the
+//             first chunk to the last: the state is read once and written once.
+//   per chunk of C tokens (n <= C valid; rows past n are zero and beta = 0,
+//   so they add nothing):
+//     1. gamma (cumulative log-decay, summed in double and rounded once, so a
+//        difference gamma_i - gamma_j errs by at most 2u|gamma| instead of the
+//        C u |gamma| of a float prefix sum), beta and the chunk's keys go to LDS.
+//     2. A (strictly lower: -beta_i k_i.k_j e^(gamma_i - gamma_j)) and
+//        P (lower with diagonal: q_i.k_j e^(gamma_i - gamma_j)) share one
+//        C x (C+1) LDS array: P in the lower triangle, A transposed in the
+//        upper one. Each thread computes a (C/16) x (C/16) tile of both.
+//     3. R = beta * (V - e^gamma * (K S)) for the slab: thread (t, b) pairs.
+//     4. (I - A) D = R by forward substitution without barriers: the 16 lanes
+//        of a column (a 16-lane group never straddles a wave for wave 32 or 64)
+//        each hold the rows j = lane (mod 16) of D in registers; row i is one
+//        partial dot product per lane and a 4-step xor butterfly.
+//     5. O = e^gamma * (Q S) + P D, written straight to o.
+//     6. S <- e^gamma_last S + (e^(gamma_last - gamma) K)^T D in place.
+//   Barriers separate the steps: 6 per chunk.
+//
+// LDS (C = 64, D_k <= 128): keys 64 x 129 floats (33 KB) + A/P 64 x 65 (16.6 KB)
+// + slab 128 x 17 (8.7 KB) + R/D 64 x 16 (4 KB) + gamma and per-token
+// factors: 63.5 KB of gfx906's 64 KB (a static_assert keeps it so). It is
+// dynamic LDS because CUDA caps static shared memory at 48 KB. C = 32 needs
+// 34 KB. C = 128 or D_k > 128 do not fit and are refused. Queries are read
+// from global memory (L2) where needed.
+//
+// Only exponentials of non-positive numbers appear: gamma_i, gamma_i - gamma_j
+// (j <= i) and gamma_last - gamma_j; exp(-gamma_j) alone would overflow under
+// strong decay.
+#include "backend/backend.h"
+#include "backend/wave.h"
+#include "kdn.h"
+
+static const int kThreads = 256;
+static const int kBV = 16;                   // state columns per workgroup
+static const int kGroup = kThreads / kBV;    // lanes per column in the solve
+static const int kMaxDk = 128;
+
+static_assert(KDN_WAVE % kGroup == 0, "a column's lanes must sit in one wave");
+
+template <int C>
+struct FusedLds {
+    float k[C][kMaxDk + 1];   // the chunk's keys (+1: no bank conflicts on column walks)
+    float ap[C][C + 1];       // P in the lower triangle with diagonal, A^T in the upper
+    float s[kMaxDk][kBV + 1]; // the state slab S[i][b]
+    float rd[C][kBV];         // R, then D in place
+    float gamma[C];           // summed in double, rounded once: differences err by <= 2u|gamma|
+    float beta[C];
+    float exp_gamma[C], to_end[C]; // e^gamma_t, e^(gamma_last - gamma_t)
+};
+
+// Loads gamma (double prefix sum), beta and the keys of the chunk's n tokens;
+// rows n..C-1 get zero keys, beta = 0 and gamma = gamma_(n-1).
+template <int C>
+__device__ void load_chunk(FusedLds<C> &L, const float *k, const float *g, const float *beta, size_t tok0, int n,
+                           int hk, int h, int H_k, int H_v, int D_k) {
+    const int tid = (int)threadIdx.x;
+    if (tid == 0) {
+        double acc = 0.0;
+        for (int t = 0; t < C; t++) {
+            if (t < n) acc += (double)g[(tok0 + t) * H_v + h];
+            L.gamma[t] = (float)acc;
+        }
+        for (int t = 0; t < C; t++) {
+            L.exp_gamma[t] = expf(L.gamma[t]);
+            L.to_end[t] = expf(L.gamma[C - 1] - L.gamma[t]);
+        }
+    }
+    for (int t = tid; t < C; t += kThreads) L.beta[t] = t < n ? beta[(tok0 + t) * H_v + h] : 0.0f;
+    for (int e = tid; e < C * kMaxDk; e += kThreads) {
+        int t = e / kMaxDk, i = e % kMaxDk;
+        L.k[t][i] = t < n && i < D_k ? k[((tok0 + t) * H_k + hk) * D_k + i] : 0.0f;
+    }
+}
+
+// Step 2: a (C/16) x (C/16) tile of rows i and columns j per thread.
+template <int C>
+__device__ void attention_tiles(FusedLds<C> &L, const float *qc, size_t q_stride, int n, int D_k) {
+    const int TS = C / 16;
+    const int ti = (int)threadIdx.x / 16, tj = (int)threadIdx.x % 16;
+    if (tj > ti) return; // upper tiles: nothing below the diagonal
+    float kk[TS][TS], qk[TS][TS];
+    for (int a = 0; a < TS; a++)
+        for (int c = 0; c < TS; c++) kk[a][c] = qk[a][c] = 0.0f;
+    for (int p = 0; p < D_k; p++) {
+        float ki[TS], qi[TS], kj[TS];
+        for (int a = 0; a < TS; a++) {
+            int i = ti * TS + a;
+            ki[a] = L.k[i][p];
+            qi[a] = i < n ? qc[i * q_stride + p] : 0.0f;
+            kj[a] = L.k[tj * TS + a][p];
+        }
+        for (int a = 0; a < TS; a++)
+            for (int c = 0; c < TS; c++) {
+                kk[a][c] = fmaf(ki[a], kj[c], kk[a][c]);
+                qk[a][c] = fmaf(qi[a], kj[c], qk[a][c]);
+            }
+    }
+    for (int a = 0; a < TS; a++)
+        for (int c = 0; c < TS; c++) {
+            int i = ti * TS + a, j = tj * TS + c;
+            if (j > i) continue;
+            float decay = expf(L.gamma[i] - L.gamma[j]);
+            L.ap[i][j] = qk[a][c] * decay;
+            if (j < i) L.ap[j][i] = -L.beta[i] * kk[a][c] * decay;
+        }
+}
+
+// Step 3: R[t][b] = beta_t (v_t[b] - e^gamma_t sum_i K[t][i] S[i][b]).
+template <int C>
+__device__ void delta_rhs(FusedLds<C> &L, const float *vc, size_t v_stride, int n, int D_k, int b0, int D_v) {
+    const int b = (int)threadIdx.x % kBV;
+    for (int t = (int)threadIdx.x / kBV; t < C; t += kThreads / kBV) {
+        float ks = 0.0f;
+        for (int i = 0; i < D_k; i++) ks = fmaf(L.k[t][i], L.s[i][b], ks);
+        float v = t < n && b0 + b < D_v ? vc[t * v_stride + b] : 0.0f;
+        L.rd[t][b] = L.beta[t] * (v - L.exp_gamma[t] * ks);
+    }
+}
+
+// Step 4: D = (I - A)^-1 R, column b by the 16 lanes of its group.
+template <int C>
+__device__ void solve_deltas(FusedLds<C> &L) {
+    const int b = (int)(threadIdx.x / kGroup), r = (int)(threadIdx.x % kGroup);
+    const int R = C / kGroup;
+    float d[R]; // d[m] = D[m * kGroup + r][b]
+    KDN_UNROLL
+    for (int m = 0; m < R; m++) d[m] = 0.0f;
+    for (int i = 0; i < C; i++) {
+        float part = 0.0f;
+        KDN_UNROLL
+        for (int m = 0; m < R; m++) {
+            int j = m * kGroup + r;
+            if (j < i) part = fmaf(L.ap[j][i], d[m], part); // A[i][j] lives at ap[j][i]
+        }
+        for (int mask = kGroup / 2; mask > 0; mask >>= 1) part += kdn_shfl_xor(part, mask);
+        float di = L.rd[i][b] + part;
+        KDN_UNROLL
+        for (int m = 0; m < R; m++)
+            if (i == m * kGroup + r) d[m] = di;
+    }
+    KDN_UNROLL
+    for (int m = 0; m < R; m++) L.rd[m * kGroup + r][b] = d[m];
+}
+
+// Step 5: o_t[b] = e^gamma_t (q_t . S[:, b]) + sum_{j <= t} P[t][j] D[j][b].
+template <int C>
+__device__ void chunk_outputs(FusedLds<C> &L, const float *qc, size_t q_stride, float *oc, size_t o_stride, int n,
+                              int D_k, int b0, int D_v) {
+    const int b = (int)threadIdx.x % kBV;
+    for (int t = (int)threadIdx.x / kBV; t < n; t += kThreads / kBV) {
+        const float *qt = qc + t * q_stride;
+        float qs = 0.0f, pd = 0.0f;
+        for (int i = 0; i < D_k; i++) qs = fmaf(qt[i], L.s[i][b], qs);
+        for (int j = 0; j <= t; j++) pd = fmaf(L.ap[t][j], L.rd[j][b], pd);
+        if (b0 + b < D_v) oc[t * o_stride + b] = fmaf(L.exp_gamma[t], qs, pd);
+    }
+}
+
+// Step 6: S[i][b] <- e^gamma_last S[i][b] + sum_j e^(gamma_last - gamma_j) K[j][i] D[j][b].
+template <int C>
+__device__ void update_state(FusedLds<C> &L, int D_k) {
+    const float total = L.exp_gamma[C - 1];
+    const int b = (int)threadIdx.x % kBV;
+    for (int i = (int)threadIdx.x / kBV; i < D_k; i += kThreads / kBV) {
+        float acc = 0.0f;
+        for (int j = 0; j < C; j++) acc = fmaf(L.to_end[j] * L.k[j][i], L.rd[j][b], acc);
+        L.s[i][b] = fmaf(total, L.s[i][b], acc);
+    }
+}
+
+template <int C>
+__global__ __launch_bounds__(256) void kernel_deltanet_fused(const float *__restrict__ q, const float *__restrict__ k,
+                                                             const float *__restrict__ v, const float *__restrict__ g,
+                                                             const float *__restrict__ beta,
+                                                             const float *__restrict__ state_in, float *__restrict__ o,
+                                                             float *__restrict__ state_out, int T, int H_k, int H_v,
+                                                             int D_k, int D_v, int head_map) {
+    KDN_DYNAMIC_SHARED(double, lds_raw);
+    FusedLds<C> &L = *(FusedLds<C> *)lds_raw;
+    const int tid = (int)threadIdx.x;
+    const int b0 = (int)blockIdx.x * kBV, h = (int)blockIdx.y, seq = (int)blockIdx.z;
+    const int hk = head_map == 0 ? h % H_k : h / (H_v / H_k);
+    const size_t head = ((size_t)seq * H_v + h) * D_v * D_k;
+    const size_t q_stride = (size_t)H_k * D_k, v_stride = (size_t)H_v * D_v;
+
+    // St is D_v x D_k: consecutive threads read consecutive i of one column.
+    for (int e = tid; e < kMaxDk * kBV; e += kThreads) {
+        int b = e / kMaxDk, i = e % kMaxDk;
+        L.s[i][b] = i < D_k && b0 + b < D_v ? state_in[head + (size_t)(b0 + b) * D_k + i] : 0.0f;
+    }
+    for (int t0 = 0; t0 < T; t0 += C) {
+        const int n = T - t0 < C ? T - t0 : C;
+        const size_t tok0 = (size_t)seq * T + t0;
+        const float *qc = q + (tok0 * H_k + hk) * D_k;
+        const float *vc = v + (tok0 * H_v + h) * D_v + b0;
+        float *oc = o + (tok0 * H_v + h) * D_v + b0;
+        load_chunk<C>(L, k, g, beta, tok0, n, hk, h, H_k, H_v, D_k);
+        __syncthreads();
+        attention_tiles<C>(L, qc, q_stride, n, D_k);
+        delta_rhs<C>(L, vc, v_stride, n, D_k, b0, D_v);
+        __syncthreads();
+        solve_deltas<C>(L);
+        __syncthreads();
+        chunk_outputs<C>(L, qc, q_stride, oc, v_stride, n, D_k, b0, D_v);
+        __syncthreads();
+        update_state<C>(L, D_k);
+        __syncthreads();
+    }
+    for (int e = tid; e < kMaxDk * kBV; e += kThreads) {
+        int b = e / kMaxDk, i = e % kMaxDk;
+        if (i < D_k && b0 + b < D_v) state_out[head + (size_t)(b0 + b) * D_k + i] = L.s[i][b];
+    }
+}
+
+static const char *unsupported(const KdnShape *s) {
+    if (s->T < 0 || s->n_seqs < 1 || s->H_k < 1 || s->H_v < 1 || s->D_k < 1 || s->D_v < 1)
+        return "empty or negative dimension";
+    if (s->D_k > kMaxDk) return "D_k > 128 (the chunk's keys would not fit in 64 KB of LDS)";
+    if (s->chunk != 32 && s->chunk != 64) return "chunk must be 32 or 64 (128 does not fit in 64 KB of LDS)";
+    if (s->H_v > 65535 || s->n_seqs > 65535) return "H_v or n_seqs > 65535 (grid y/z limit)";
+    if (s->head_map != 0 && s->head_map != 1) return "head_map must be 0 (tiled) or 1 (block)";
+    if (s->head_map == 1 && s->H_v % s->H_k != 0) return "block head map needs H_v to be a multiple of H_k";
+    return NULL;
+}
+
+template <int C>
+static void launch(const KdnShape *s, const float *q, const float *k, const float *v, const float *g, const float *beta,
+                   const float *state_in, float *o, float *state_out) {
+    static_assert(sizeof(FusedLds<C>) <= 64 * 1024, "gfx906 has 64 KB of LDS per workgroup");
+    dim3 grid((unsigned)KDN_CEIL_DIV(s->D_v, kBV), (unsigned)s->H_v, (unsigned)s->n_seqs);
+    KDN_ALLOW_LDS(kernel_deltanet_fused<C>, sizeof(FusedLds<C>));
+    KDN_LAUNCH(kernel_deltanet_fused<C>, grid, dim3(kThreads), sizeof(FusedLds<C>), q, k, v, g, beta, state_in, o, state_out, s->T,
+               s->H_k, s->H_v, s->D_k, s->D_v, s->head_map);
+}
+
+extern "C" void kdn_deltanet_fused(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                                   const float *beta, const float *state_in, float *o, float *state_out) {
+    const char *why = unsupported(s);
+    if (why)
+        kdn_launch_refused("kernel_deltanet_fused", why);
+    else if (s->chunk == 32)
+        launch<32>(s, q, k, v, g, beta, state_in, o, state_out);
+    else
+        launch<64>(s, q, k, v, g, beta, state_in, o, state_out);
+}
