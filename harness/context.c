@@ -14,10 +14,11 @@ static uint64_t hash_name(const char *s) {
     return h;
 }
 
-void ctx_begin(Ctx *c, const Test *t, uint64_t seed, bool verbose) {
+void ctx_begin(Ctx *c, const Test *t, uint64_t seed, bool verbose, int bench_reps) {
     memset(c, 0, sizeof *c);
     c->rng_state = seed ^ hash_name(t->name);
     c->verbose = verbose;
+    c->bench_reps = bench_reps;
 }
 
 void ctx_end(Ctx *c) {
@@ -44,11 +45,6 @@ void set_shape_desc(Ctx *c, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(c->shape, sizeof c->shape, fmt, ap);
     va_end(ap);
-}
-
-void bench_work(Ctx *c, const char *label, void (*work)(void *arg), void *arg, double bytes, double flops) {
-    (void)c, (void)label, (void)bytes, (void)flops; /* timing: not yet implemented */
-    work(arg);
 }
 
 int is_cpu_backend(void) { return strcmp(kdn_backend(), "cpu") == 0; }

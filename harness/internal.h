@@ -33,11 +33,24 @@ typedef struct {
     size_t n;
 } DevBuf;
 
+/* One bench_work label's timing (--bench). */
+#define MAX_BENCH 4
+typedef struct {
+    const char *label;
+    double median_ms, min_ms;
+    double bytes, flops;
+    long launches; /* kernel launches per call */
+    int runs;
+} BenchResult;
+
 #define MAX_BUFS 96
 #define MAX_HOST 128
 struct Ctx {
     uint64_t rng_state;
     bool verbose;
+    int bench_reps; /* 0: not benchmarking */
+    BenchResult bench[MAX_BENCH];
+    int n_bench;
     bool failed;
     bool compared;
     double max_diff;
@@ -48,13 +61,14 @@ struct Ctx {
     void *host[MAX_HOST];
     int n_host;
 };
-void ctx_begin(Ctx *c, const Test *t, uint64_t seed, bool verbose);
+void ctx_begin(Ctx *c, const Test *t, uint64_t seed, bool verbose, int bench_reps);
 void ctx_end(Ctx *c); /* frees everything the test allocated */
 
 /* ---- options ------------------------------------------------------------ */
 #define MAX_PATTERNS 32
 typedef struct {
     bool list, help, verbose, env;
+    int bench_reps; /* --bench: timed runs per label (--reps), 0 without --bench */
     bool phase_selected[MAX_PHASE + 1];
     bool any_phase;
     const char *patterns[MAX_PATTERNS];
@@ -72,6 +86,13 @@ int registry_count(void);
 const Test *registry_get(int i);
 /* Up to n names closest to `name` (edit distance), for "did you mean". */
 int registry_suggest(const char *name, const char **out, int n);
+
+/* ---- benchmarking (bench.c) -------------------------------------------- */
+#define DEFAULT_REPS 20
+/* The lines under a test's result: one per label, with speed-ups against the first. */
+void bench_print(FILE *out, const Ctx *c);
+/* One line before the first test: how timings are taken. */
+void bench_print_method(FILE *out, int reps);
 
 /* ---- running ------------------------------------------------------------ */
 /* Runs the selected tests, printing a line each and the closing summary.

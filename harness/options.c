@@ -55,14 +55,16 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
         {"list", no_argument, 0, 'l'},      {"phase", required_argument, 0, 'p'},
         {"test", required_argument, 0, 't'}, {"seed", required_argument, 0, 's'},
         {"verbose", no_argument, 0, 'v'},    {"help", no_argument, 0, 'h'},
-        {"env", no_argument, 0, 'e'},
+        {"env", no_argument, 0, 'e'},      {"bench", no_argument, 0, 'b'},
+        {"reps", required_argument, 0, 'r'},
         {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     o->seed = DEFAULT_SEED;
     optind = 1;
     opterr = 0;
-    int ch;
+    int ch, reps = DEFAULT_REPS;
+    bool bench = false;
     while ((ch = getopt_long(argc, argv, ":lp:t:s:vh", longopts, NULL)) != -1) {
         long v;
         int rc = 0;
@@ -71,6 +73,11 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
         case 'v': o->verbose = true; break;
         case 'h': o->help = true; break;
         case 'e': o->env = true; break;
+        case 'b': bench = true; break;
+        case 'r':
+            if (!parse_int(optarg, 1, 100000, &v)) return fail_usage(err, size, "invalid --reps '%s': 1 to 100000", optarg);
+            reps = (int)v;
+            break;
         case 'p': rc = parse_phases(optarg, o, err, size); break;
         case 't':
             if (o->n_patterns == MAX_PATTERNS) return fail_usage(err, size, "too many --test options (max %s)", "32");
@@ -87,6 +94,7 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
         if (rc) return rc;
     }
     if (optind < argc) return fail_usage(err, size, "unexpected argument '%s' (--help lists the options)", argv[optind]);
+    o->bench_reps = bench ? reps : 0;
     return 0;
 }
 

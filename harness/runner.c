@@ -33,6 +33,7 @@ static void print_result(FILE *out, const Test *t, const Ctx *c) {
 
 int run_selected(const Options *o, FILE *out) {
     int passed = 0, failed = 0, last_phase = 0;
+    if (o->bench_reps) bench_print_method(out, o->bench_reps);
     for (int i = 0; i < registry_count(); i++) {
         const Test *t = registry_get(i);
         if (!test_selected(o, t)) continue;
@@ -41,7 +42,7 @@ int run_selected(const Options *o, FILE *out) {
             last_phase = t->phase;
         }
         Ctx c;
-        ctx_begin(&c, t, o->seed, o->verbose);
+        ctx_begin(&c, t, o->seed, o->verbose, o->bench_reps);
         t->run(t, &c);
         /* A leftover error must not leak into the next test. */
         const char *late = kdn_sync();
@@ -49,6 +50,7 @@ int run_selected(const Options *o, FILE *out) {
         if (!c.failed && !c.compared) test_fail(&c, "test compared nothing");
         ctx_end(&c);
         print_result(out, t, &c);
+        bench_print(out, &c);
         fflush(out);
         if (c.failed)
             failed++;

@@ -8,22 +8,26 @@
 //             column b of S and V), so slabs never talk to each other, and a
 //             single sequence of Qwen3-Next (H_v = 32, D_v = 128) still gives
 //             256 workgroups.
-//   workgroup 256 threads (4 waves on gfx906). The slab stays in LDS from the
+//   workgroup 512 threads (8 waves on gfx906: 2 per SIMD, since the LDS below
+//             allows one workgroup per CU). The slab stays in LDS from the
 //             first chunk to the last: the state is read once and written once.
 //   per chunk of C tokens (n <= C valid; rows past n are zero and beta = 0,
 //   so they add nothing):
 //     1. gamma (cumulative log-decay, summed in double and rounded once, so a
 //        difference gamma_i - gamma_j errs by at most 2u|gamma| instead of the
-//        C u |gamma| of a float prefix sum), beta and the chunk's keys go to LDS.
+//        C u |gamma| of a float prefix sum; thread t of the first C forms
+//        gamma_t and gamma_last itself, so no serial thread), beta and the
+//        chunk's keys go to LDS.
 //     2. A (strictly lower: -beta_i k_i.k_j e^(gamma_i - gamma_j)) and
 //        P (lower with diagonal: q_i.k_j e^(gamma_i - gamma_j)) share one
 //        C x (C+1) LDS array: P in the lower triangle, A transposed in the
-//        upper one. Each thread computes a (C/16) x (C/16) tile of both.
+//        upper one. The first 256 threads compute A, the other 256 P, each
+//        thread a (C/16) x (C/16) tile (tiles above the diagonal idle).
 //     3. R = beta * (V - e^gamma * (K S)) for the slab: thread (t, b) pairs.
-//     4. (I - A) D = R by forward substitution without barriers: the 16 lanes
-//        of a column (a 16-lane group never straddles a wave for wave 32 or 64)
-//        each hold the rows j = lane (mod 16) of D in registers; row i is one
-//        partial dot product per lane and a 4-step xor butterfly.
+//     4. (I - A) D = R by forward substitution without barriers: the 32 lanes
+//        of a column (a 32-lane group never straddles a wave for wave 32 or 64)
+//        each hold the rows j = lane (mod 32) of D in registers; row i is one
+//        partial dot product per lane and a 5-step xor butterfly.
 //     5. O = e^gamma * (Q S) + P D, written straight to o.
 //     6. S <- e^gamma_last S + (e^(gamma_last - gamma) K)^T D in place.
 //   Barriers separate the steps: 6 per chunk.
@@ -42,7 +46,8 @@
 #include "backend/wave.h"
 #include "kdn.h"
 
-static const int kThreads = 256;
+static const int kThreads = 512;
+static const int kTileThreads = 256;         // threads per matrix (A or P) in step 2
 static const int kBV = 16;                   // state columns per workgroup
 static const int kGroup = kThreads / kBV;    // lanes per column in the solve
 static const int kMaxDk = 128;
@@ -60,60 +65,70 @@ struct FusedLds {
     float exp_gamma[C], to_end[C]; // e^gamma_t, e^(gamma_last - gamma_t)
 };
 
-// Loads gamma (double prefix sum), beta and the keys of the chunk's n tokens;
-// rows n..C-1 get zero keys, beta = 0 and gamma = gamma_(n-1).
+// Loads gamma, beta and the keys of the chunk's n tokens; rows n..C-1 get
+// zero keys, beta = 0 and gamma = gamma_(n-1). Thread t < C sums all C log
+// decays in the same order as every other such thread (so all agree on
+// gamma_last bit for bit) and keeps the partial sum at t.
 template <int C>
 __device__ void load_chunk(FusedLds<C> &L, const float *k, const float *g, const float *beta, size_t tok0, int n,
                            int hk, int h, int H_k, int H_v, int D_k) {
     const int tid = (int)threadIdx.x;
-    if (tid == 0) {
-        double acc = 0.0;
+    if (tid < C) {
+        // Unrolled over the constant C so that all loads are in flight at
+        // once instead of one memory latency per token.
+        double acc = 0.0, mine = 0.0;
+        KDN_UNROLL
         for (int t = 0; t < C; t++) {
-            if (t < n) acc += (double)g[(tok0 + t) * H_v + h];
-            L.gamma[t] = (float)acc;
+            acc += t < n ? (double)g[(tok0 + t) * H_v + h] : 0.0;
+            if (t == tid) mine = acc;
         }
-        for (int t = 0; t < C; t++) {
-            L.exp_gamma[t] = expf(L.gamma[t]);
-            L.to_end[t] = expf(L.gamma[C - 1] - L.gamma[t]);
-        }
+        const float gamma = (float)mine, last = (float)acc;
+        L.gamma[tid] = gamma;
+        L.exp_gamma[tid] = expf(gamma);
+        L.to_end[tid] = expf(last - gamma);
+        L.beta[tid] = tid < n ? beta[(tok0 + tid) * H_v + h] : 0.0f;
     }
-    for (int t = tid; t < C; t += kThreads) L.beta[t] = t < n ? beta[(tok0 + t) * H_v + h] : 0.0f;
     for (int e = tid; e < C * kMaxDk; e += kThreads) {
         int t = e / kMaxDk, i = e % kMaxDk;
         L.k[t][i] = t < n && i < D_k ? k[((tok0 + t) * H_k + hk) * D_k + i] : 0.0f;
     }
 }
 
-// Step 2: a (C/16) x (C/16) tile of rows i and columns j per thread.
+// Step 2: a (C/16) x (C/16) tile of rows i and columns j per thread of the
+// row operand x (keys for A, queries for P) against the keys.
 template <int C>
 __device__ void attention_tiles(FusedLds<C> &L, const float *qc, size_t q_stride, int n, int D_k) {
     const int TS = C / 16;
-    const int ti = (int)threadIdx.x / 16, tj = (int)threadIdx.x % 16;
+    const int tt = (int)threadIdx.x % kTileThreads;
+    const bool is_p = (int)threadIdx.x >= kTileThreads;
+    const int ti = tt / 16, tj = tt % 16;
     if (tj > ti) return; // upper tiles: nothing below the diagonal
-    float kk[TS][TS], qk[TS][TS];
+    float acc[TS][TS];
+    KDN_UNROLL
     for (int a = 0; a < TS; a++)
-        for (int c = 0; c < TS; c++) kk[a][c] = qk[a][c] = 0.0f;
+        KDN_UNROLL
+        for (int c = 0; c < TS; c++) acc[a][c] = 0.0f;
     for (int p = 0; p < D_k; p++) {
-        float ki[TS], qi[TS], kj[TS];
+        float xi[TS], kj[TS];
+        KDN_UNROLL
         for (int a = 0; a < TS; a++) {
             int i = ti * TS + a;
-            ki[a] = L.k[i][p];
-            qi[a] = i < n ? qc[i * q_stride + p] : 0.0f;
+            xi[a] = !is_p ? L.k[i][p] : i < n ? qc[i * q_stride + p] : 0.0f;
             kj[a] = L.k[tj * TS + a][p];
         }
+        KDN_UNROLL
         for (int a = 0; a < TS; a++)
-            for (int c = 0; c < TS; c++) {
-                kk[a][c] = fmaf(ki[a], kj[c], kk[a][c]);
-                qk[a][c] = fmaf(qi[a], kj[c], qk[a][c]);
-            }
+            KDN_UNROLL
+            for (int c = 0; c < TS; c++) acc[a][c] = fmaf(xi[a], kj[c], acc[a][c]);
     }
+    KDN_UNROLL
     for (int a = 0; a < TS; a++)
+        KDN_UNROLL
         for (int c = 0; c < TS; c++) {
             int i = ti * TS + a, j = tj * TS + c;
-            if (j > i) continue;
-            float decay = expf(L.gamma[i] - L.gamma[j]);
-            L.ap[i][j] = qk[a][c] * decay;
-            if (j < i) L.ap[j][i] = -L.beta[i] * kk[a][c] * decay;
+            float decay = j <= i ? expf(L.gamma[i] - L.gamma[j]) : 0.0f;
+            if (is_p && j <= i) L.ap[i][j] = acc[a][c] * decay;
+            if (!is_p && j < i) L.ap[j][i] = -L.beta[i] * acc[a][c] * decay;
         }
 }
 
@@ -129,7 +144,7 @@ __device__ void delta_rhs(FusedLds<C> &L, const float *vc, size_t v_stride, int 
     }
 }
 
-// Step 4: D = (I - A)^-1 R, column b by the 16 lanes of its group.
+// Step 4: D = (I - A)^-1 R, column b by the kGroup lanes of its group.
 template <int C>
 __device__ void solve_deltas(FusedLds<C> &L) {
     const int b = (int)(threadIdx.x / kGroup), r = (int)(threadIdx.x % kGroup);
@@ -181,7 +196,7 @@ __device__ void update_state(FusedLds<C> &L, int D_k) {
 }
 
 template <int C>
-__global__ __launch_bounds__(256) void kernel_deltanet_fused(const float *__restrict__ q, const float *__restrict__ k,
+__global__ __launch_bounds__(kThreads) void kernel_deltanet_fused(const float *__restrict__ q, const float *__restrict__ k,
                                                              const float *__restrict__ v, const float *__restrict__ g,
                                                              const float *__restrict__ beta,
                                                              const float *__restrict__ state_in, float *__restrict__ o,

@@ -25,6 +25,15 @@ int kdn_download(void *dst, const void *src, size_t bytes);
  * message naming the failing kernel; the error is consumed. */
 const char *kdn_sync(void);
 
+/* ---- timing (--bench) ---------------------------------------------------- */
+long kdn_launch_count(void);       /* kernel launches enqueued so far */
+/* Waits for earlier work, then returns the milliseconds work(arg) takes on
+ * the device (GPU events; on the CPU build a host clock: emulation). */
+double kdn_time_ms(void (*work)(void *arg), void *arg);
+/* Evicts the last-level cache by writing a buffer larger than it (GPU), so
+ * a timed run reads its inputs from memory; nothing on the CPU build. */
+void kdn_flush_cache(void);
+
 /* ---- phase 1: element-wise (n elements) -------------------------------- */
 void kdn_sigmoid(const float *x, float *y, int n);
 void kdn_exp(const float *x, float *y, int n);

@@ -120,7 +120,7 @@ Shape dn_chunk_shape(const Shape *sh) {
     return s;
 }
 
-void dn_layer_cost(const Shape *sh, double *bytes, double *flops) {
+void dn_layer_cost(const KdnShape *sh, double *bytes, double *flops) {
     double tokens = (double)sh->T * sh->n_seqs, C = sh->chunk, dk = sh->D_k, dv = sh->D_v;
     double heads = (double)sh->n_seqs * sh->H_v;
     *bytes = 4.0 * (tokens * sh->H_k * dk * 2 + tokens * sh->H_v * (2 * dv + 2) + 2 * heads * dk * dv);

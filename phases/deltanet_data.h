@@ -33,7 +33,7 @@ void dn_describe(Ctx *c, const Shape *sh);
 /* Algorithmic cost of one layer call: bytes = inputs, outputs and both
  * states read or written once; flops = the chunked form's multiply-adds x 2
  * (docs/bench.md). */
-void dn_layer_cost(const Shape *sh, double *bytes, double *flops);
+void dn_layer_cost(const KdnShape *sh, double *bytes, double *flops);
 
 /* Reference chunk arrays for n tokens (all fields allocated). */
 RefChunk dn_ref_chunk(Ctx *c, int n, int D_k, int D_v);

@@ -5,12 +5,48 @@
 #include "deltanet_data.h"
 #include "pipeline.h"
 
-typedef void (*LayerFn)(Ctx *c, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                        const float *beta, const float *state_in, float *o, float *state_out);
+#include <stdio.h>
+#include <string.h>
+
+/* One implementation of the layer: `prepare` allocates its scratch outside
+ * the timed region (NULL: it needs none), `run` enqueues it. */
+typedef struct {
+    const char *label;
+    void *(*prepare)(Ctx *c, const KdnShape *s);
+    void (*run)(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                const float *beta, const float *state_in, float *o, float *state_out);
+} Layer;
+
+static void *unfused_prepare(Ctx *c, const KdnShape *s) {
+    ChunkWork *w = (ChunkWork *)host_d(c, sizeof(ChunkWork) / sizeof(double) + 1);
+    chunk_work_alloc(c, w, s->chunk, s->D_k, s->D_v);
+    return w;
+}
+
+static void unfused_run(void *w, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                        const float *beta, const float *state_in, float *o, float *state_out) {
+    deltanet_unfused(w, s, q, k, v, g, beta, state_in, o, state_out);
+}
+
+static void recurrent_run(void *w, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                          const float *beta, const float *state_in, float *o, float *state_out) {
+    (void)w;
+    kdn_deltanet_recurrent(s, q, k, v, g, beta, state_in, o, state_out);
+}
+
+static void fused_run(void *w, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                      const float *beta, const float *state_in, float *o, float *state_out) {
+    (void)w;
+    kdn_deltanet_fused(s, q, k, v, g, beta, state_in, o, state_out);
+}
+
+static const Layer UNFUSED = {"unfused", unfused_prepare, unfused_run};
+static const Layer RECURRENT = {"recurrent", NULL, recurrent_run};
+static const Layer FUSED = {"fused", NULL, fused_run};
 
 typedef struct {
-    Ctx *c;
-    LayerFn layer;
+    const Layer *layer;
+    void *scratch;
     const KdnShape *s;
     DnDevice in;
     float *o, *state_out;
@@ -18,11 +54,19 @@ typedef struct {
 
 static void run_layer(void *arg) {
     LayerCall *l = arg;
-    l->layer(l->c, l->s, l->in.q, l->in.k, l->in.v, l->in.g, l->in.beta, l->in.state, l->o, l->state_out);
+    l->layer->run(l->scratch, l->s, l->in.q, l->in.k, l->in.v, l->in.g, l->in.beta, l->in.state, l->o, l->state_out);
+}
+
+/* Enqueues `layer` on the inputs through bench_work (timed under --bench). */
+static void call_layer(Ctx *c, const Layer *layer, const DnData *d, const DnDevice *dd, float *o, float *state_out) {
+    LayerCall call = {layer, layer->prepare ? layer->prepare(c, &d->ks) : NULL, &d->ks, *dd, o, state_out};
+    double bytes, flops;
+    dn_layer_cost(&d->ks, &bytes, &flops);
+    bench_work(c, layer->label, run_layer, &call, bytes, flops);
 }
 
 /* Runs one layer implementation on one shape and compares with the recurrence. */
-static void check_layer(const Test *t, Ctx *c, const Shape *shape, LayerFn layer) {
+static void check_layer(const Test *t, Ctx *c, const Shape *shape, const Layer *layer) {
     Shape sh = dn_backend_shape(shape);
     DnData d;
     DnDevice dd;
@@ -32,10 +76,7 @@ static void check_layer(const Test *t, Ctx *c, const Shape *shape, LayerFn layer
     RefInputs in = dn_ref_inputs(&d);
     ref_deltanet_recurrent(&d.rs, &in, o_ref, s_ref);
     float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
-    LayerCall call = {c, layer, &d.ks, dd, o, s_out};
-    double bytes, flops;
-    dn_layer_cost(&sh, &bytes, &flops);
-    bench_work(c, t->variant, run_layer, &call, bytes, flops);
+    call_layer(c, layer, &d, &dd, o, s_out);
     dn_describe(c, &sh);
     if (dev_sync(c) != 0) return;
     int rows = sh.T * sh.n_seqs * sh.H_v;
@@ -45,7 +86,7 @@ static void check_layer(const Test *t, Ctx *c, const Shape *shape, LayerFn layer
 }
 
 /* The row's shape with each grouped-head mapping in turn. */
-static void check_both_maps(const Test *t, Ctx *c, LayerFn layer) {
+static void check_both_maps(const Test *t, Ctx *c, const Layer *layer) {
     Shape sh = t->shape;
     for (int map = HEAD_MAP_TILED; map <= HEAD_MAP_BLOCK && !test_failed(c); map++) {
         sh.head_map = map;
@@ -56,28 +97,15 @@ static void check_both_maps(const Test *t, Ctx *c, LayerFn layer) {
     dn_describe(c, &sh);
 }
 
-/* The launchers take no test context; adapt them to LayerFn. */
-static void recurrent(Ctx *c, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                      const float *beta, const float *state_in, float *o, float *state_out) {
-    (void)c;
-    kdn_deltanet_recurrent(s, q, k, v, g, beta, state_in, o, state_out);
-}
-
-static void fused(Ctx *c, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                  const float *beta, const float *state_in, float *o, float *state_out) {
-    (void)c;
-    kdn_deltanet_fused(s, q, k, v, g, beta, state_in, o, state_out);
-}
-
-static void t_unfused_single(const Test *t, Ctx *c) { check_layer(t, c, &t->shape, deltanet_unfused); }
-static void t_unfused_full(const Test *t, Ctx *c) { check_both_maps(t, c, deltanet_unfused); }
-static void t_recurrent(const Test *t, Ctx *c) { check_both_maps(t, c, recurrent); }
-static void t_fused(const Test *t, Ctx *c) { check_both_maps(t, c, fused); }
+static void t_unfused_single(const Test *t, Ctx *c) { check_layer(t, c, &t->shape, &UNFUSED); }
+static void t_unfused_full(const Test *t, Ctx *c) { check_both_maps(t, c, &UNFUSED); }
+static void t_recurrent(const Test *t, Ctx *c) { check_both_maps(t, c, &RECURRENT); }
+static void t_fused(const Test *t, Ctx *c) { check_both_maps(t, c, &FUSED); }
 
 /* Two implementations on identical inputs, compared with each other: the
  * second one's outputs are the reference (each is checked against the
  * recurrence by its own rows). */
-static void agree(const Test *t, Ctx *c, LayerFn first, LayerFn second) {
+static void agree(const Test *t, Ctx *c, const Layer *first, const Layer *second) {
     Shape sh = dn_backend_shape(&t->shape);
     DnData d;
     DnDevice dd;
@@ -85,8 +113,8 @@ static void agree(const Test *t, Ctx *c, LayerFn first, LayerFn second) {
     dn_upload(c, &d, &dd);
     float *o1 = dev_out(c, "o_first", d.n_v), *s1 = dev_out(c, "state_first", d.n_state);
     float *o2 = dev_out(c, "o_second", d.n_v), *s2 = dev_out(c, "state_second", d.n_state);
-    first(c, &d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o1, s1);
-    second(c, &d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o2, s2);
+    call_layer(c, first, &d, &dd, o1, s1);
+    call_layer(c, second, &d, &dd, o2, s2);
     dn_describe(c, &sh);
     if (dev_sync(c) != 0) return;
     float *h2 = host_f(c, d.n_v > d.n_state ? d.n_v : d.n_state);
@@ -96,8 +124,8 @@ static void agree(const Test *t, Ctx *c, LayerFn first, LayerFn second) {
     expect_close(c, "state", s1, dn_widen(c, h2, d.n_state), sh.n_seqs * sh.H_v * sh.D_v, sh.D_k, t->tol);
 }
 
-static void t_fused_vs_unfused(const Test *t, Ctx *c) { agree(t, c, fused, deltanet_unfused); }
-static void t_recurrent_vs_fused(const Test *t, Ctx *c) { agree(t, c, recurrent, fused); }
+static void t_fused_vs_unfused(const Test *t, Ctx *c) { agree(t, c, &FUSED, &UNFUSED); }
+static void t_recurrent_vs_fused(const Test *t, Ctx *c) { agree(t, c, &RECURRENT, &FUSED); }
 
 /* Tokens t0 .. t0+n-1 of every sequence of a [width, T, n_seqs] tensor. */
 static float *slice_tokens(Ctx *c, const float *x, size_t width, int T, int n_seqs, int t0, int n) {
@@ -162,6 +190,81 @@ static void t_prefill_then_decode(const Test *t, Ctx *c) {
 }
 
 /* D_k = D_v = 128 as in Qwen3-Next, with the given heads and chunk size */
+/* ---- the comparison view (--bench --test 'compare_*') --------------------
+ * The unfused pipeline, the recurrent and the fused kernel on the same
+ * Qwen3-Next-sized inputs, each timed through bench_work. Each is checked
+ * against the double-precision recurrence on two heads (the first of the
+ * first sequence, the last of the last: the recurrence over every head of
+ * T = 16384, B = 4 would take minutes on the host), and on every head against
+ * the fused kernel, itself checked against the reference on all heads by the
+ * rows above. */
+static void check_heads(const Test *t, Ctx *c, const DnData *d, const char *label, const float *o_dev,
+                        const float *s_dev) {
+    const Shape one = {.T = d->ks.T, .n_seqs = 1, .H_k = 1, .H_v = 1, .D_k = d->ks.D_k, .D_v = d->ks.D_v,
+                       .chunk = d->ks.chunk};
+    const KdnShape *s = &d->ks;
+    const int picks[2][2] = {{0, 0}, {s->n_seqs - 1, s->H_v - 1}};
+    float *o = host_f(c, d->n_v), *st = host_f(c, d->n_state);
+    download(c, o, o_dev, d->n_v);
+    download(c, st, s_dev, d->n_state);
+    size_t dk = s->D_k, dv = s->D_v, T = s->T, head = dk * dv;
+    for (int p = 0; p < 2 && !test_failed(c); p++) {
+        int seq = picks[p][0], h = picks[p][1], hk = ref_key_head(&d->rs, h);
+        float *q = host_f(c, T * dk), *k = host_f(c, T * dk), *v = host_f(c, T * dv), *g = host_f(c, T),
+              *beta = host_f(c, T), *got = host_f(c, T * dv);
+        for (size_t t0 = 0; t0 < T; t0++) {
+            size_t tok = (size_t)seq * T + t0;
+            memcpy(q + t0 * dk, d->q + (tok * s->H_k + hk) * dk, dk * sizeof(float));
+            memcpy(k + t0 * dk, d->k + (tok * s->H_k + hk) * dk, dk * sizeof(float));
+            memcpy(v + t0 * dv, d->v + (tok * s->H_v + h) * dv, dv * sizeof(float));
+            memcpy(got + t0 * dv, o + (tok * s->H_v + h) * dv, dv * sizeof(float));
+            g[t0] = d->g[tok * s->H_v + h];
+            beta[t0] = d->beta[tok * s->H_v + h];
+        }
+        RefShape rs = {one.T, 1, 1, 1, one.D_k, one.D_v, one.chunk, 0};
+        RefInputs in = {q, k, v, g, beta, d->state + ((size_t)seq * s->H_v + h) * head};
+        double *o_ref = host_d(c, T * dv), *s_ref = host_d(c, head);
+        ref_deltanet_recurrent(&rs, &in, o_ref, s_ref);
+        char what[64];
+        snprintf(what, sizeof what, "%s o (seq %d, head %d)", label, seq, h);
+        expect_close_host(c, what, got, o_ref, (int)T, (int)dv, t->tol);
+        snprintf(what, sizeof what, "%s state (seq %d, head %d)", label, seq, h);
+        expect_close_host(c, what, st + ((size_t)seq * s->H_v + h) * head, s_ref, (int)dv, (int)dk, t->tol);
+    }
+}
+
+/* CPU build: the heads quartered and T capped at 64, said on the line. */
+static void t_compare(const Test *t, Ctx *c) {
+    Shape sh = dn_backend_shape(&t->shape);
+    if (is_cpu_backend() && sh.T > 64) sh.T = 64;
+    DnData d;
+    DnDevice dd;
+    dn_generate(c, &sh, &d);
+    dn_upload(c, &d, &dd);
+    static const Layer *const impls[] = {&UNFUSED, &RECURRENT, &FUSED};
+    enum { N_IMPL = sizeof impls / sizeof impls[0] };
+    float *o[N_IMPL], *st[N_IMPL];
+    for (int i = 0; i < N_IMPL && !test_failed(c); i++) {
+        o[i] = dev_out(c, "o", d.n_v);
+        st[i] = dev_out(c, "state_out", d.n_state);
+        call_layer(c, impls[i], &d, &dd, o[i], st[i]);
+        if (dev_sync(c) == 0) check_heads(t, c, &d, impls[i]->label, o[i], st[i]);
+    }
+    double *o_fused = NULL, *s_fused = NULL;
+    if (!test_failed(c)) {
+        float *tmp = host_f(c, d.n_v > d.n_state ? d.n_v : d.n_state);
+        download(c, tmp, o[N_IMPL - 1], d.n_v);
+        o_fused = dn_widen(c, tmp, d.n_v);
+        download(c, tmp, st[N_IMPL - 1], d.n_state);
+        s_fused = dn_widen(c, tmp, d.n_state);
+    }
+    for (int i = 0; i < N_IMPL - 1 && o_fused; i++) {
+        expect_close(c, impls[i]->label, o[i], o_fused, sh.T * sh.n_seqs * sh.H_v, sh.D_v, t->tol);
+        expect_close(c, impls[i]->label, st[i], s_fused, sh.n_seqs * sh.H_v * sh.D_v, sh.D_k, t->tol);
+    }
+    dn_describe(c, &sh);
+}
+
 #define HEADS(T_, B_, Hk, Hv, C_) .T = T_, .n_seqs = B_, .H_k = Hk, .H_v = Hv, .D_k = 128, .D_v = 128, .chunk = C_
 #define QWEN(T_, B_) HEADS(T_, B_, 16, 32, 64)
 
@@ -192,6 +295,17 @@ static const Test tests[] = {
     {8, "fused_vs_unfused", "fused", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_fused_vs_unfused},
     {8, "recurrent_vs_fused", "fused", TOL_CHUNK, {QWEN(64, 2), .state = 1}, t_recurrent_vs_fused},
     {8, "prefill_then_decode", "fused", TOL_CHUNK, {QWEN(100, 2), .m = 4, .state = 1}, t_prefill_then_decode},
+    /* the comparison view: every variant on Qwen3-Next shapes */
+    {8, "compare_T1_B1", "all", TOL_CHUNK, {QWEN(1, 1), .state = 1}, t_compare},
+    {8, "compare_T1_B4", "all", TOL_CHUNK, {QWEN(1, 4), .state = 1}, t_compare},
+    {8, "compare_T64_B1", "all", TOL_CHUNK, {QWEN(64, 1), .state = 1}, t_compare},
+    {8, "compare_T64_B4", "all", TOL_CHUNK, {QWEN(64, 4), .state = 1}, t_compare},
+    {8, "compare_T512_B1", "all", TOL_CHUNK, {QWEN(512, 1), .state = 1}, t_compare},
+    {8, "compare_T512_B4", "all", TOL_CHUNK, {QWEN(512, 4), .state = 1}, t_compare},
+    {8, "compare_T4096_B1", "all", TOL_LAYER_LONG, {QWEN(4096, 1), .state = 1}, t_compare},
+    {8, "compare_T4096_B4", "all", TOL_LAYER_LONG, {QWEN(4096, 4), .state = 1}, t_compare},
+    {8, "compare_T16384_B1", "all", TOL_LAYER_LONG, {QWEN(16384, 1), .state = 1}, t_compare},
+    {8, "compare_T16384_B4", "all", TOL_LAYER_LONG, {QWEN(16384, 4), .state = 1}, t_compare},
 };
 
 const TestList phase8_tests = {tests, sizeof tests / sizeof tests[0]};

@@ -82,15 +82,13 @@ static void run_chunk(ChunkWork *w, const KdnShape *s, int seq, int h, int t0, c
     kdn_scatter_rows(w->o, o + v_off, n, s->D_v, (long)s->H_v * s->D_v);
 }
 
-void deltanet_unfused(Ctx *c, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+void deltanet_unfused(ChunkWork *w, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                       const float *beta, const float *state_in, float *o, float *state_out) {
-    ChunkWork w;
-    chunk_work_alloc(c, &w, s->chunk, s->D_k, s->D_v);
     size_t head = (size_t)s->D_k * s->D_v;
     kdn_gather_rows(state_in, state_out, s->n_seqs * s->H_v * s->D_v, s->D_k, s->D_k);
     for (int seq = 0; seq < s->n_seqs; seq++)
         for (int h = 0; h < s->H_v; h++) {
             float *St = state_out + ((size_t)seq * s->H_v + h) * head;
-            for (int t0 = 0; t0 < s->T; t0 += s->chunk) run_chunk(&w, s, seq, h, t0, q, k, v, g, beta, o, St);
+            for (int t0 = 0; t0 < s->T; t0 += s->chunk) run_chunk(w, s, seq, h, t0, q, k, v, g, beta, o, St);
         }
 }

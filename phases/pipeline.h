@@ -35,8 +35,9 @@ void step_wy(ChunkWork *w, int n);
  * St <- exp(gamma_last) St + (exp(gamma_last - gamma) K)^T D, in place. */
 void step_state(ChunkWork *w, float *St, int n);
 
-/* The whole layer, unfused: q..state_in in ggml layout on the device. */
-void deltanet_unfused(Ctx *c, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+/* The whole layer, unfused: q..state_in in ggml layout on the device; w is
+ * scratch from chunk_work_alloc for s->chunk, s->D_k, s->D_v. */
+void deltanet_unfused(ChunkWork *w, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                       const float *beta, const float *state_in, float *o, float *state_out);
 
 #endif

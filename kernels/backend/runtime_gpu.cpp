@@ -12,8 +12,10 @@
 
 static char launch_error[512];
 static gpuDeviceProp props;
+static long launches;
 
 void kdn_note_launch(const char *kernel, int code, const char *message) {
+    launches++;
     if (code != 0 && launch_error[0] == 0)
         snprintf(launch_error, sizeof launch_error, "launch of %s failed: %s", kernel, message);
 }
@@ -85,6 +87,32 @@ const char *kdn_sync(void) {
         return msg;
     }
     return NULL;
+}
+
+long kdn_launch_count(void) { return launches; }
+
+double kdn_time_ms(void (*work)(void *arg), void *arg) {
+    gpuEvent_t start, stop;
+    float ms = 0.0f;
+    gpuDeviceSynchronize();
+    gpuEventCreate(&start);
+    gpuEventCreate(&stop);
+    gpuEventRecord(start, 0);
+    work(arg);
+    gpuEventRecord(stop, 0);
+    gpuEventSynchronize(stop);
+    gpuEventElapsedTime(&ms, start, stop);
+    gpuEventDestroy(start);
+    gpuEventDestroy(stop);
+    return ms;
+}
+
+// 256 MB: larger than the last-level cache of MI50 (4 MB), H100 (50 MB) and H200 (60 MB).
+void kdn_flush_cache(void) {
+    static void *junk;
+    static const size_t bytes = (size_t)256 << 20;
+    if (!junk && gpuMalloc(&junk, bytes) != gpuSuccess) junk = NULL;
+    if (junk) gpuMemset(junk, 0, bytes);
 }
 
 }  // extern "C"

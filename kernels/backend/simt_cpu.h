@@ -33,3 +33,4 @@ void kdn_cpu_launch(const char *kernel, dim3 grid, dim3 block, size_t shmem,
                     void (*body)(void *), void *ctx);
 // The first executor error since the last call (NULL if none), then cleared.
 const char *kdn_cpu_take_error(void);
+long kdn_cpu_launch_count(void);  // launches so far, for --bench

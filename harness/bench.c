@@ -1,0 +1,97 @@
+/* --bench: timing of the device work a test hands to bench_work (docs/bench.md). */
+#include "internal.h"
+
+#include "../kernels/kdn.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_RUNS 1000
+#define TIME_BUDGET_MS 3000.0 /* per label: stop early past it, after at least 3 runs */
+
+/* fp32 vector peak (no tensor/matrix cores) and memory bandwidth; sources
+ * in docs/bench.md. */
+typedef struct {
+    const char *match; /* substring of the device name or target */
+    double tflops, gbytes_s;
+} Peak;
+
+static const Peak peaks[] = {
+    {"gfx906", 13.4, 1024.0},         /* AMD Instinct MI50 */
+    {"H100 PCIe", 51.2, 2039.0},
+    {"H100", 66.9, 3350.0},           /* H100 SXM5 80GB HBM3 */
+    {"H200", 66.9, 4800.0},
+};
+
+static const Peak *device_peak(void) {
+    for (size_t i = 0; i < sizeof peaks / sizeof peaks[0]; i++)
+        if (strstr(kdn_device_name(), peaks[i].match) || strstr(kdn_target(), peaks[i].match)) return &peaks[i];
+    return NULL;
+}
+
+static int cmp_double(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+void bench_work(Ctx *c, const char *label, void (*work)(void *arg), void *arg, double bytes, double flops) {
+    long before = kdn_launch_count();
+    work(arg); /* the run the test verifies */
+    if (c->bench_reps == 0 || c->n_bench == MAX_BENCH) return;
+    long launches = kdn_launch_count() - before;
+    const char *err = kdn_sync();
+    if (err) {
+        test_fail(c, "runtime error: %s", err);
+        return;
+    }
+    static double ms[MAX_RUNS];
+    int n = 0, reps = c->bench_reps < MAX_RUNS ? c->bench_reps : MAX_RUNS;
+    double total = 0.0;
+    work(arg); /* warm-up */
+    while (n < reps && (n < 3 || total < TIME_BUDGET_MS)) {
+        kdn_flush_cache();
+        total += ms[n++] = kdn_time_ms(work, arg);
+    }
+    if ((err = kdn_sync()) != NULL) {
+        test_fail(c, "runtime error while timing %s: %s", label, err);
+        return;
+    }
+    qsort(ms, (size_t)n, sizeof ms[0], cmp_double);
+    BenchResult *b = &c->bench[c->n_bench++];
+    b->label = label;
+    b->median_ms = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+    b->min_ms = ms[0];
+    b->bytes = bytes;
+    b->flops = flops;
+    b->launches = launches;
+    b->runs = n;
+}
+
+void bench_print_method(FILE *out, int reps) {
+    const Peak *p = device_peak();
+    fprintf(out, "bench: median and min of up to %d runs per variant (fewer once %.0f s are spent), ", reps,
+            TIME_BUDGET_MS / 1e3);
+    if (is_cpu_backend())
+        fprintf(out, "CPU executor: emulation, not performance\n");
+    else if (p)
+        fprintf(out, "last-level cache flushed before each; peak %.1f TFLOP/s fp32, %.0f GB/s\n", p->tflops,
+                p->gbytes_s);
+    else
+        fprintf(out, "last-level cache flushed before each; peak unknown for %s\n", kdn_device_name());
+}
+
+void bench_print(FILE *out, const Ctx *c) {
+    const Peak *p = device_peak();
+    for (int i = 0; i < c->n_bench; i++) {
+        const BenchResult *b = &c->bench[i];
+        double s = b->median_ms * 1e-3;
+        double gbs = b->bytes / s * 1e-9, gflops = b->flops / s * 1e-9;
+        fprintf(out, "       bench  %-10s median %10.1f us  min %10.1f us  %8.1f GB/s  %9.1f GFLOP/s", b->label,
+                b->median_ms * 1e3, b->min_ms * 1e3, gbs, gflops);
+        if (p && !is_cpu_backend())
+            fprintf(out, " (%4.1f%% bw, %4.1f%% fp32)", 100.0 * gbs / p->gbytes_s, 100.0 * gflops / (p->tflops * 1e3));
+        fprintf(out, "  launches %7ld  runs %4d", b->launches, b->runs);
+        if (i > 0) fprintf(out, "  x%.1f vs %s", c->bench[0].median_ms / b->median_ms, c->bench[0].label);
+        fputc('\n', out);
+    }
+}
