@@ -53,34 +53,50 @@ static const int kGroup = kThreads / kBV;    // lanes per column in the solve
 static const int kMaxDk = 128;
 
 static_assert(KDN_WAVE % kGroup == 0, "a column's lanes must sit in one wave");
+static_assert(kThreads == 2 * kTileThreads, "step 2: one half of the threads per matrix");
 
 template <int C>
 struct FusedLds {
+    static_assert(C % 16 == 0 && C % kGroup == 0, "C must split into 16 tiles and kGroup-row solve slices");
     float k[C][kMaxDk + 1];   // the chunk's keys (+1: no bank conflicts on column walks)
     float ap[C][C + 1];       // P in the lower triangle with diagonal, A^T in the upper
     float s[kMaxDk][kBV + 1]; // the state slab S[i][b]
     float rd[C][kBV];         // R, then D in place
+    float graw[C];            // the chunk's raw log decays g
     float gamma[C];           // summed in double, rounded once: differences err by <= 2u|gamma|
     float beta[C];
     float exp_gamma[C], to_end[C]; // e^gamma_t, e^(gamma_last - gamma_t)
 };
 
-// Loads gamma, beta and the keys of the chunk's n tokens; rows n..C-1 get
-// zero keys, beta = 0 and gamma = gamma_(n-1). Thread t < C sums all C log
-// decays in the same order as every other such thread (so all agree on
-// gamma_last bit for bit) and keeps the partial sum at t.
+// The raw log decays g of a chunk's n tokens (0 past n) into L.graw. Called
+// one step ahead (for chunk c + 1 while chunk c computes its outputs), so
+// that load_chunk finds them in LDS instead of waiting for memory.
 template <int C>
-__device__ void load_chunk(FusedLds<C> &L, const float *k, const float *g, const float *beta, size_t tok0, int n,
-                           int hk, int h, int H_k, int H_v, int D_k) {
+__device__ void load_log_decays(FusedLds<C> &L, const float *g, size_t tok0, int n, int h, int H_v) {
+    const int t = (int)threadIdx.x;
+    if (t < C) L.graw[t] = t < n ? g[(tok0 + t) * H_v + h] : 0.0f;
+}
+
+// gamma and its exponentials from L.graw, beta and the keys of the chunk's n
+// tokens; rows n..C-1 get zero keys, beta = 0 and gamma = gamma_(n-1).
+// Thread t < C sums all C log decays in the same order as every other such
+// thread (so all agree on gamma_last bit for bit) and keeps the partial sum
+// at t.
+template <int C>
+__device__ void load_chunk(FusedLds<C> &L, const float *k, const float *beta, size_t tok0, int n, int hk, int h,
+                           int H_k, int H_v, int D_k) {
     const int tid = (int)threadIdx.x;
     if (tid < C) {
-        // Unrolled over the constant C so that all loads are in flight at
-        // once instead of one memory latency per token.
         double acc = 0.0, mine = 0.0;
-        KDN_UNROLL
-        for (int t = 0; t < C; t++) {
-            acc += t < n ? (double)g[(tok0 + t) * H_v + h] : 0.0;
-            if (t == tid) mine = acc;
+        for (int t0 = 0; t0 < C; t0 += 8) {
+            float x[8]; // eight LDS reads in flight, not one at a time
+            KDN_UNROLL
+            for (int u = 0; u < 8; u++) x[u] = L.graw[t0 + u];
+            KDN_UNROLL
+            for (int u = 0; u < 8; u++) {
+                acc += (double)x[u];
+                if (t0 + u == tid) mine = acc;
+            }
         }
         const float gamma = (float)mine, last = (float)acc;
         L.gamma[tid] = gamma;
@@ -215,19 +231,22 @@ __global__ __launch_bounds__(kThreads) void kernel_deltanet_fused(const float *_
         int b = e / kMaxDk, i = e % kMaxDk;
         L.s[i][b] = i < D_k && b0 + b < D_v ? state_in[head + (size_t)(b0 + b) * D_k + i] : 0.0f;
     }
+    load_log_decays<C>(L, g, (size_t)seq * T, T < C ? T : C, h, H_v);
+    __syncthreads();
     for (int t0 = 0; t0 < T; t0 += C) {
         const int n = T - t0 < C ? T - t0 : C;
         const size_t tok0 = (size_t)seq * T + t0;
         const float *qc = q + (tok0 * H_k + hk) * D_k;
         const float *vc = v + (tok0 * H_v + h) * D_v + b0;
         float *oc = o + (tok0 * H_v + h) * D_v + b0;
-        load_chunk<C>(L, k, g, beta, tok0, n, hk, h, H_k, H_v, D_k);
+        load_chunk<C>(L, k, beta, tok0, n, hk, h, H_k, H_v, D_k);
         __syncthreads();
         attention_tiles<C>(L, qc, q_stride, n, D_k);
         delta_rhs<C>(L, vc, v_stride, n, D_k, b0, D_v);
         __syncthreads();
         solve_deltas<C>(L);
         __syncthreads();
+        if (t0 + C < T) load_log_decays<C>(L, g, tok0 + C, T - t0 - C < C ? T - t0 - C : C, h, H_v);
         chunk_outputs<C>(L, qc, q_stride, oc, v_stride, n, D_k, b0, D_v);
         __syncthreads();
         update_state<C>(L, D_k);
