@@ -30,11 +30,11 @@
 //        partial dot product per lane and a 5-step xor butterfly.
 //     5. O = e^gamma * (Q S) + P D, written straight to o.
 //     6. S <- e^gamma_last S + (e^(gamma_last - gamma) K)^T D in place.
-//   Barriers separate the steps: 6 per chunk.
+//   Steps 2 and 3 share a phase; a barrier ends each phase: 5 per chunk.
 //
 // LDS (C = 64, D_k <= 128): keys 64 x 129 floats (33 KB) + A/P 64 x 65 (16.6 KB)
-// + slab 128 x 17 (8.7 KB) + R/D 64 x 16 (4 KB) + gamma and per-token
-// factors: 63.5 KB of gfx906's 64 KB (a static_assert keeps it so). It is
+// + slab 128 x 17 (8.7 KB) + R/D 64 x 16 (4 KB) + five per-token vectors:
+// 63744 B of gfx906's 65536 (a static_assert keeps it so). It is
 // dynamic LDS because CUDA caps static shared memory at 48 KB. C = 32 needs
 // 34 KB. C = 128 or D_k > 128 do not fit and are refused. Queries are read
 // from global memory (L2) where needed.

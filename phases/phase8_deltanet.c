@@ -189,7 +189,40 @@ static void t_prefill_then_decode(const Test *t, Ctx *c) {
     if (!test_failed(c)) expect_close(c, "state", next, s_ref, sh.n_seqs * sh.H_v * sh.D_v, sh.D_k, t->tol);
 }
 
-/* D_k = D_v = 128 as in Qwen3-Next, with the given heads and chunk size */
+/* Shapes the fused kernel cannot run must be refused with a message naming
+ * it, and nothing written: C = 128 (its keys alone would need 66 KB of LDS),
+ * a chunk that does not split into the kernel's tiles, D_k > 128. */
+static void t_fused_refuses(const Test *t, Ctx *c) {
+    static const int bad[][2] = {{128, 128}, {48, 64}, {64, 192}}; /* {chunk, D_k} */
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0] && !test_failed(c); i++) {
+        Shape sh = t->shape;
+        sh.chunk = bad[i][0];
+        sh.D_k = bad[i][1];
+        DnData d;
+        DnDevice dd;
+        dn_generate(c, &sh, &d);
+        dn_upload(c, &d, &dd);
+        float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
+        kdn_deltanet_fused(&d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
+        const char *why = kdn_sync();
+        if (!why || !strstr(why, "kernel_deltanet_fused")) {
+            test_fail(c, "chunk %d, D_k %d: not refused", sh.chunk, sh.D_k);
+            return;
+        }
+        /* written[e] = 1 where o[e] lost the NaN it started with; must be 0 */
+        float *written = host_f(c, d.n_v);
+        double *none = host_d(c, d.n_v);
+        download(c, written, o, d.n_v);
+        for (size_t e = 0; e < d.n_v; e++) {
+            written[e] = written[e] == written[e];
+            none[e] = 0.0;
+        }
+        expect_close_host(c, "o elements written", written, none, sh.T * sh.n_seqs * sh.H_v, sh.D_v, t->tol);
+    }
+    set_shape_desc(c, "C=128 Dk=128 | C=48 Dk=64 | C=64 Dk=192 (T=%d B=%d Hk=%d Hv=%d Dv=%d)", t->shape.T,
+                   t->shape.n_seqs, t->shape.H_k, t->shape.H_v, t->shape.D_v);
+}
+
 /* ---- the comparison view (--bench --test 'compare_*') --------------------
  * The unfused pipeline, the recurrent and the fused kernel on the same
  * Qwen3-Next-sized inputs, each timed through bench_work. Each is checked
@@ -265,6 +298,7 @@ static void t_compare(const Test *t, Ctx *c) {
     dn_describe(c, &sh);
 }
 
+/* D_k = D_v = 128 as in Qwen3-Next, with the given heads and chunk size */
 #define HEADS(T_, B_, Hk, Hv, C_) .T = T_, .n_seqs = B_, .H_k = Hk, .H_v = Hv, .D_k = 128, .D_v = 128, .chunk = C_
 #define QWEN(T_, B_) HEADS(T_, B_, 16, 32, 64)
 
@@ -295,6 +329,8 @@ static const Test tests[] = {
     {8, "fused_vs_unfused", "fused", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_fused_vs_unfused},
     {8, "recurrent_vs_fused", "fused", TOL_CHUNK, {QWEN(64, 2), .state = 1}, t_recurrent_vs_fused},
     {8, "prefill_then_decode", "fused", TOL_CHUNK, {QWEN(100, 2), .m = 4, .state = 1}, t_prefill_then_decode},
+    {8, "fused_refuses", "fused", TOL_EXACT, {.T = 10, .n_seqs = 1, .H_k = 1, .H_v = 2, .D_v = 16, .state = 1},
+     t_fused_refuses},
     /* the comparison view: every variant on Qwen3-Next shapes */
     {8, "compare_T1_B1", "all", TOL_CHUNK, {QWEN(1, 1), .state = 1}, t_compare},
     {8, "compare_T1_B4", "all", TOL_CHUNK, {QWEN(1, 4), .state = 1}, t_compare},
