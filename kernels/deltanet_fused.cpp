@@ -16,20 +16,24 @@
 //     1. gamma (cumulative log-decay, summed in double and rounded once, so a
 //        difference gamma_i - gamma_j errs by at most 2u|gamma| instead of the
 //        C u |gamma| of a float prefix sum; thread t of the first C forms
-//        gamma_t and gamma_last itself, so no serial thread), beta and the
-//        chunk's keys go to LDS.
+//        gamma_t and gamma_last itself, from log decays fetched into LDS
+//        during the previous chunk), beta and the chunk's keys go to LDS.
 //     2. A (strictly lower: -beta_i k_i.k_j e^(gamma_i - gamma_j)) and
 //        P (lower with diagonal: q_i.k_j e^(gamma_i - gamma_j)) share one
 //        C x (C+1) LDS array: P in the lower triangle, A transposed in the
 //        upper one. The first 256 threads compute A, the other 256 P, each
 //        thread a (C/16) x (C/16) tile (tiles above the diagonal idle).
-//     3. R = beta * (V - e^gamma * (K S)) for the slab: thread (t, b) pairs.
+//     3. R = beta * (V - e^gamma * (K S)) for the slab.
 //     4. (I - A) D = R by forward substitution without barriers: the 32 lanes
 //        of a column (a 32-lane group never straddles a wave for wave 32 or 64)
-//        each hold the rows j = lane (mod 32) of D in registers; row i is one
-//        partial dot product per lane and a 5-step xor butterfly.
+//        each hold the rows j = lane (mod 32) of D in registers. Rows go in
+//        blocks of 8: one partial dot product per lane and row, one 5-step
+//        xor butterfly for the block's 8 sums, then each lane solves the 8 x 8
+//        triangle of the block itself.
 //     5. O = e^gamma * (Q S) + P D, written straight to o.
 //     6. S <- e^gamma_last S + (e^(gamma_last - gamma) K)^T D in place.
+//   Steps 3, 5 and 6 give each thread several rows of one column, so the
+//   shared operand is read from LDS once per row group.
 //   Steps 2 and 3 share a phase; a barrier ends each phase: 5 per chunk.
 //
 // LDS (C = 64, D_k <= 128): keys 64 x 129 floats (33 KB) + A/P 64 x 65 (16.6 KB)
@@ -50,14 +54,19 @@ static const int kThreads = 512;
 static const int kTileThreads = 256;         // threads per matrix (A or P) in step 2
 static const int kBV = 16;                   // state columns per workgroup
 static const int kGroup = kThreads / kBV;    // lanes per column in the solve
+static const int kRows = kThreads / kBV;     // row groups of steps 3, 5, 6
+static const int kSolveBlock = 8;            // rows per butterfly in the solve
 static const int kMaxDk = 128;
 
 static_assert(KDN_WAVE % kGroup == 0, "a column's lanes must sit in one wave");
 static_assert(kThreads == 2 * kTileThreads, "step 2: one half of the threads per matrix");
+static_assert(kGroup % kSolveBlock == 0, "a solve block lies in one slice of kGroup rows");
 
 template <int C>
 struct FusedLds {
-    static_assert(C % 16 == 0 && C % kGroup == 0, "C must split into 16 tiles and kGroup-row solve slices");
+    static_assert(C % 16 == 0 && C % kGroup == 0 && C % kRows == 0 && C % kSolveBlock == 0,
+                  "C must split into 16 tiles, the solve's slices and blocks, and the row groups");
+    static_assert(kMaxDk % kRows == 0, "the state update's rows split evenly");
     float k[C][kMaxDk + 1];   // the chunk's keys (+1: no bank conflicts on column walks)
     float ap[C][C + 1];       // P in the lower triangle with diagonal, A^T in the upper
     float s[kMaxDk][kBV + 1]; // the state slab S[i][b]
@@ -87,8 +96,10 @@ __device__ void load_chunk(FusedLds<C> &L, const float *k, const float *beta, si
                            int H_k, int H_v, int D_k) {
     const int tid = (int)threadIdx.x;
     if (tid < C) {
+        // Up to n only (graw is 0 past n): a runtime bound, so the compiler
+        // keeps the block loop instead of hoisting C lane masks out of it.
         double acc = 0.0, mine = 0.0;
-        for (int t0 = 0; t0 < C; t0 += 8) {
+        for (int t0 = 0; t0 < n; t0 += 8) {
             float x[8]; // eight LDS reads in flight, not one at a time
             KDN_UNROLL
             for (int u = 0; u < 8; u++) x[u] = L.graw[t0 + u];
@@ -98,6 +109,7 @@ __device__ void load_chunk(FusedLds<C> &L, const float *k, const float *beta, si
                 if (t0 + u == tid) mine = acc;
             }
         }
+        if (tid >= n) mine = acc;
         const float gamma = (float)mine, last = (float)acc;
         L.gamma[tid] = gamma;
         L.exp_gamma[tid] = expf(gamma);
@@ -148,38 +160,86 @@ __device__ void attention_tiles(FusedLds<C> &L, const float *qc, size_t q_stride
         }
 }
 
+// Steps 3, 5 and 6 give thread (g, b) = (tid / kBV, tid % kBV) the rows
+// g, g + kRows, g + 2 kRows, ... of column b: the operand shared by those
+// rows (a state or D entry) is read from LDS once for all of them.
+
 // Step 3: R[t][b] = beta_t (v_t[b] - e^gamma_t sum_i K[t][i] S[i][b]).
 template <int C>
 __device__ void delta_rhs(FusedLds<C> &L, const float *vc, size_t v_stride, int n, int D_k, int b0, int D_v) {
-    const int b = (int)threadIdx.x % kBV;
-    for (int t = (int)threadIdx.x / kBV; t < C; t += kThreads / kBV) {
-        float ks = 0.0f;
-        for (int i = 0; i < D_k; i++) ks = fmaf(L.k[t][i], L.s[i][b], ks);
-        float v = t < n && b0 + b < D_v ? vc[t * v_stride + b] : 0.0f;
-        L.rd[t][b] = L.beta[t] * (v - L.exp_gamma[t] * ks);
+    const int MR = C / kRows;
+    const int b = (int)threadIdx.x % kBV, t0 = (int)threadIdx.x / kBV;
+    float ks[MR];
+    KDN_UNROLL
+    for (int m = 0; m < MR; m++) ks[m] = 0.0f;
+    for (int i = 0; i < D_k; i++) {
+        const float sv = L.s[i][b];
+        KDN_UNROLL
+        for (int m = 0; m < MR; m++) ks[m] = fmaf(L.k[t0 + m * kRows][i], sv, ks[m]);
+    }
+    KDN_UNROLL
+    for (int m = 0; m < MR; m++) {
+        const int t = t0 + m * kRows;
+        const float v = t < n && b0 + b < D_v ? vc[t * v_stride + b] : 0.0f;
+        L.rd[t][b] = L.beta[t] * (v - L.exp_gamma[t] * ks[m]);
     }
 }
 
-// Step 4: D = (I - A)^-1 R, column b by the kGroup lanes of its group.
+// Step 4: D = (I - A)^-1 R, column b by the kGroup lanes of its group, lane
+// r holding rows r, r + kGroup, ... of D. Rows go in blocks of kSolveBlock:
+// the block's sums over the rows of earlier blocks are partial dot products
+// per lane, added by one butterfly for the whole block (its shuffles
+// independent, so they pipeline); then every lane solves the small triangle
+// inside the block itself. The serial chain is n / kSolveBlock butterflies
+// instead of n. Rows past the chunk's n tokens have R = 0 and A = 0, so
+// their D is 0 and they are not visited (the runtime bound also keeps the
+// compiler from unrolling the block loop and hoisting its lane masks).
 template <int C>
-__device__ void solve_deltas(FusedLds<C> &L) {
+__device__ void solve_deltas(FusedLds<C> &L, int n) {
     const int b = (int)(threadIdx.x / kGroup), r = (int)(threadIdx.x % kGroup);
-    const int R = C / kGroup;
+    const int R = C / kGroup, NB = kSolveBlock;
     float d[R]; // d[m] = D[m * kGroup + r][b]
     KDN_UNROLL
     for (int m = 0; m < R; m++) d[m] = 0.0f;
-    for (int i = 0; i < C; i++) {
-        float part = 0.0f;
+    for (int i0 = 0; i0 < n; i0 += NB) {
+        // R of the block is read before the butterfly: once a lane has
+        // passed the last butterfly it stores D over R, and lanes are not
+        // in lockstep (CUDA's independent threads, the CPU executor); a
+        // shuffle waits for the whole wave, so these reads come first.
+        float x[NB], rhs[NB];
+        KDN_UNROLL
+        for (int u = 0; u < NB; u++) {
+            x[u] = 0.0f;
+            rhs[u] = L.rd[i0 + u][b];
+        }
         KDN_UNROLL
         for (int m = 0; m < R; m++) {
-            int j = m * kGroup + r;
-            if (j < i) part = fmaf(L.ap[j][i], d[m], part); // A[i][j] lives at ap[j][i]
+            const int j = m * kGroup + r;
+            if (j < i0) {
+                KDN_UNROLL
+                for (int u = 0; u < NB; u++) x[u] = fmaf(L.ap[j][i0 + u], d[m], x[u]); // A[i][j] is at ap[j][i]
+            }
         }
-        for (int mask = kGroup / 2; mask > 0; mask >>= 1) part += kdn_shfl_xor(part, mask);
-        float di = L.rd[i][b] + part;
+        for (int mask = kGroup / 2; mask > 0; mask >>= 1) {
+            KDN_UNROLL
+            for (int u = 0; u < NB; u++) x[u] += kdn_shfl_xor(x[u], mask);
+        }
+        KDN_UNROLL
+        for (int u = 0; u < NB; u++) {
+            float xu = rhs[u] + x[u];
+            KDN_UNROLL
+            for (int w = 0; w < u; w++) xu = fmaf(L.ap[i0 + w][i0 + u], x[w], xu);
+            x[u] = xu;
+        }
+        // The block lies in one slice m of kGroup rows (NB divides kGroup);
+        // lane r owns its row i0 + u with u = r - i0 % kGroup, if any.
+        float mine = 0.0f;
+        KDN_UNROLL
+        for (int u = 0; u < NB; u++) mine = r == i0 % kGroup + u ? x[u] : mine;
+        const bool owns = r >= i0 % kGroup && r < i0 % kGroup + NB;
         KDN_UNROLL
         for (int m = 0; m < R; m++)
-            if (i == m * kGroup + r) d[m] = di;
+            if (owns && m == i0 / kGroup) d[m] = mine;
     }
     KDN_UNROLL
     for (int m = 0; m < R; m++) L.rd[m * kGroup + r][b] = d[m];
@@ -189,25 +249,54 @@ __device__ void solve_deltas(FusedLds<C> &L) {
 template <int C>
 __device__ void chunk_outputs(FusedLds<C> &L, const float *qc, size_t q_stride, float *oc, size_t o_stride, int n,
                               int D_k, int b0, int D_v) {
-    const int b = (int)threadIdx.x % kBV;
-    for (int t = (int)threadIdx.x / kBV; t < n; t += kThreads / kBV) {
-        const float *qt = qc + t * q_stride;
-        float qs = 0.0f, pd = 0.0f;
-        for (int i = 0; i < D_k; i++) qs = fmaf(qt[i], L.s[i][b], qs);
-        for (int j = 0; j <= t; j++) pd = fmaf(L.ap[t][j], L.rd[j][b], pd);
-        if (b0 + b < D_v) oc[t * o_stride + b] = fmaf(L.exp_gamma[t], qs, pd);
+    const int MR = C / kRows;
+    const int b = (int)threadIdx.x % kBV, t0 = (int)threadIdx.x / kBV;
+    float qs[MR], pd[MR];
+    KDN_UNROLL
+    for (int m = 0; m < MR; m++) qs[m] = pd[m] = 0.0f;
+    for (int i = 0; i < D_k; i++) {
+        const float sv = L.s[i][b];
+        KDN_UNROLL
+        for (int m = 0; m < MR; m++) {
+            const int t = t0 + m * kRows;
+            qs[m] = fmaf(t < n ? qc[t * q_stride + i] : 0.0f, sv, qs[m]);
+        }
+    }
+    for (int j = 0; j <= t0 + (MR - 1) * kRows; j++) {
+        const float dj = L.rd[j][b];
+        KDN_UNROLL
+        for (int m = 0; m < MR; m++) {
+            const int t = t0 + m * kRows;
+            if (j <= t) pd[m] = fmaf(L.ap[t][j], dj, pd[m]); // P: lower triangle with diagonal
+        }
+    }
+    KDN_UNROLL
+    for (int m = 0; m < MR; m++) {
+        const int t = t0 + m * kRows;
+        if (t < n && b0 + b < D_v) oc[t * o_stride + b] = fmaf(L.exp_gamma[t], qs[m], pd[m]);
     }
 }
 
-// Step 6: S[i][b] <- e^gamma_last S[i][b] + sum_j e^(gamma_last - gamma_j) K[j][i] D[j][b].
+// Step 6: S[i][b] <- e^gamma_last S[i][b] + sum_j K[j][i] (e^(gamma_last - gamma_j) D[j][b]).
+// Rows j >= n have D = 0 and are skipped (the runtime bound also keeps the
+// compiler from unrolling the loop and keeping all its loads live at C = 32).
 template <int C>
-__device__ void update_state(FusedLds<C> &L, int D_k) {
+__device__ void update_state(FusedLds<C> &L, int n, int D_k) {
+    const int MI = kMaxDk / kRows;
     const float total = L.exp_gamma[C - 1];
-    const int b = (int)threadIdx.x % kBV;
-    for (int i = (int)threadIdx.x / kBV; i < D_k; i += kThreads / kBV) {
-        float acc = 0.0f;
-        for (int j = 0; j < C; j++) acc = fmaf(L.to_end[j] * L.k[j][i], L.rd[j][b], acc);
-        L.s[i][b] = fmaf(total, L.s[i][b], acc);
+    const int b = (int)threadIdx.x % kBV, i0 = (int)threadIdx.x / kBV;
+    float acc[MI];
+    KDN_UNROLL
+    for (int m = 0; m < MI; m++) acc[m] = 0.0f;
+    for (int j = 0; j < n; j++) {
+        const float w = L.to_end[j] * L.rd[j][b];
+        KDN_UNROLL
+        for (int m = 0; m < MI; m++) acc[m] = fmaf(L.k[j][i0 + m * kRows], w, acc[m]);
+    }
+    KDN_UNROLL
+    for (int m = 0; m < MI; m++) {
+        const int i = i0 + m * kRows;
+        if (i < D_k) L.s[i][b] = fmaf(total, L.s[i][b], acc[m]);
     }
 }
 
@@ -244,12 +333,12 @@ __global__ __launch_bounds__(kThreads) void kernel_deltanet_fused(const float *_
         attention_tiles<C>(L, qc, q_stride, n, D_k);
         delta_rhs<C>(L, vc, v_stride, n, D_k, b0, D_v);
         __syncthreads();
-        solve_deltas<C>(L);
+        solve_deltas<C>(L, n);
         __syncthreads();
         if (t0 + C < T) load_log_decays<C>(L, g, tok0 + C, T - t0 - C < C ? T - t0 - C : C, h, H_v);
         chunk_outputs<C>(L, qc, q_stride, oc, v_stride, n, D_k, b0, D_v);
         __syncthreads();
-        update_state<C>(L, D_k);
+        update_state<C>(L, n, D_k);
         __syncthreads();
     }
     for (int e = tid; e < kMaxDk * kBV; e += kThreads) {
