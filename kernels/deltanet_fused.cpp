@@ -202,16 +202,13 @@ __device__ void solve_deltas(FusedLds<C> &L, int n) {
     KDN_UNROLL
     for (int m = 0; m < R; m++) d[m] = 0.0f;
     for (int i0 = 0; i0 < n; i0 += NB) {
-        // R of the block is read before the butterfly: once a lane has
-        // passed the last butterfly it stores D over R, and lanes are not
-        // in lockstep (CUDA's independent threads, the CPU executor); a
-        // shuffle waits for the whole wave, so these reads come first.
-        float x[NB], rhs[NB];
+        // Lane 0 of the group brings R into the butterfly's sums. R is read
+        // before the butterfly: once a lane has passed the last butterfly it
+        // stores D over R, and lanes are not in lockstep (CUDA's independent
+        // threads, the CPU executor); a shuffle waits for the whole wave.
+        float x[NB];
         KDN_UNROLL
-        for (int u = 0; u < NB; u++) {
-            x[u] = 0.0f;
-            rhs[u] = L.rd[i0 + u][b];
-        }
+        for (int u = 0; u < NB; u++) x[u] = r == 0 ? L.rd[i0 + u][b] : 0.0f;
         KDN_UNROLL
         for (int m = 0; m < R; m++) {
             const int j = m * kGroup + r;
@@ -226,7 +223,7 @@ __device__ void solve_deltas(FusedLds<C> &L, int n) {
         }
         KDN_UNROLL
         for (int u = 0; u < NB; u++) {
-            float xu = rhs[u] + x[u];
+            float xu = x[u];
             KDN_UNROLL
             for (int w = 0; w < u; w++) xu = fmaf(L.ap[i0 + w][i0 + u], x[w], xu);
             x[u] = xu;
