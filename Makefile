@@ -84,7 +84,7 @@ check-env:
 
 # gfx906 resource use of every kernel, from the gfx906 compiler: `make
 # resources` rewrites the table in docs/kernels.md, `make resources-check`
-# fails on LDS > 64 KB, scratch or spills (run by make test where hipcc exists).
+# fails on LDS > 64 KB, scratch or VGPR spills (run by make test where hipcc exists).
 resources:
 	@mkdir -p build
 	@tools/gfx906_resources.sh $(KERNEL_SRC) > build/resources.md
@@ -95,7 +95,7 @@ resources:
 	@echo "docs/kernels.md: resource table updated"
 
 resources-check:
-	@tools/gfx906_resources.sh --check $(KERNEL_SRC) > /dev/null && echo "gfx906 resources: no kernel over 64 KB LDS, none spills"
+	@tools/gfx906_resources.sh --check $(KERNEL_SRC) > /dev/null && echo "gfx906 resources: no kernel over 64 KB LDS, no scratch, no VGPR spills"
 
 include tests/tests.mk
 

@@ -95,6 +95,8 @@ void bench_print(FILE *out, const Ctx *c);
 void bench_print_method(FILE *out, int reps);
 
 /* ---- running ------------------------------------------------------------ */
+/* Runs one test and prints its line; true when it passed. */
+bool run_test(const Test *t, const Options *o, FILE *out);
 /* Runs the selected tests, printing a line each and the closing summary.
  * Returns the number of failures. */
 int run_selected(const Options *o, FILE *out);

@@ -31,6 +31,21 @@ static void print_result(FILE *out, const Test *t, const Ctx *c) {
     }
 }
 
+bool run_test(const Test *t, const Options *o, FILE *out) {
+    Ctx c;
+    ctx_begin(&c, t, o->seed, o->verbose, o->bench_reps);
+    t->run(t, &c);
+    /* A leftover error must not leak into the next test. */
+    const char *late = kdn_sync();
+    if (late) test_fail(&c, "runtime error: %s", late);
+    if (!c.failed && !c.compared) test_fail(&c, "test compared nothing");
+    ctx_end(&c);
+    print_result(out, t, &c);
+    bench_print(out, &c);
+    fflush(out);
+    return !c.failed;
+}
+
 int run_selected(const Options *o, FILE *out) {
     int passed = 0, failed = 0, last_phase = 0;
     if (o->bench_reps) bench_print_method(out, o->bench_reps);
@@ -41,21 +56,10 @@ int run_selected(const Options *o, FILE *out) {
             fprintf(out, "== phase %d: %s ==\n", t->phase, phase_titles[t->phase]);
             last_phase = t->phase;
         }
-        Ctx c;
-        ctx_begin(&c, t, o->seed, o->verbose, o->bench_reps);
-        t->run(t, &c);
-        /* A leftover error must not leak into the next test. */
-        const char *late = kdn_sync();
-        if (late) test_fail(&c, "runtime error: %s", late);
-        if (!c.failed && !c.compared) test_fail(&c, "test compared nothing");
-        ctx_end(&c);
-        print_result(out, t, &c);
-        bench_print(out, &c);
-        fflush(out);
-        if (c.failed)
-            failed++;
-        else
+        if (run_test(t, o, out))
             passed++;
+        else
+            failed++;
     }
     fprintf(out, "%d passed, %d failed\n", passed, failed);
     return failed;

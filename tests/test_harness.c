@@ -1,1 +1,228 @@
-int main(void) { return 0; }
+/* Unit tests of the harness and the CPU SIMT executor: the comparison and
+ * its NaN handling, guards, options, determinism, the verdict path, and
+ * kernels that are wrong on purpose (tests/executor_kernels.cpp). */
+#define _POSIX_C_SOURCE 200809L
+#include "../harness/internal.h"
+#include "../kernels/kdn.h"
+#include "executor_kernels.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int checks, failures;
+
+#define CHECK(cond)                                                            \
+    do {                                                                       \
+        checks++;                                                              \
+        if (!(cond)) {                                                         \
+            failures++;                                                        \
+            printf("test_harness: FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+        }                                                                      \
+    } while (0)
+
+static const Test dummy = {1, "unit", "unfused", {0, 0}, {0}, NULL};
+
+/* ---- comparison ---------------------------------------------------------- */
+static void test_compare(void) {
+    float got[4] = {1.0f, 2.0f, 3.0f, 4.0f};
+    double ref[4] = {1.0, 2.0, 3.0, 4.0};
+    Tol tol = {1e-6, 1e-6};
+    CHECK(compare_arrays(got, ref, 4, tol).n_bad == 0);
+    ref[2] = 3.0 + 4.5e-6; /* outside 1e-6 + 1e-6 * 3 */
+    Comparison r = compare_arrays(got, ref, 4, tol);
+    CHECK(r.n_bad == 1 && r.worst == 2 && r.first_bad[0] == 2);
+    CHECK(fabs(r.max_diff - 4.5e-6) < 1e-9);
+    Tol rel = {0.0, 2e-6}; /* the relative part admits it: 2e-6 * 3 > 4.5e-6 */
+    CHECK(compare_arrays(got, ref, 4, rel).n_bad == 0);
+    ref[2] = 3.0;
+    /* NaN and Inf fail however small the other differences are */
+    got[1] = NAN;
+    r = compare_arrays(got, ref, 4, (Tol){1e30, 1e30});
+    CHECK(r.n_bad == 1 && r.n_nonfinite == 1 && r.first_nonfinite == 1 && r.max_diff == 0.0);
+    got[1] = INFINITY;
+    CHECK(compare_arrays(got, ref, 4, (Tol){1e30, 1e30}).n_nonfinite == 1);
+    got[1] = 2.0f;
+    /* a NaN in the reference fails too */
+    ref[3] = NAN;
+    CHECK(compare_arrays(got, ref, 4, tol).n_bad == 1);
+    ref[3] = 4.0;
+    /* exact: equal passes, one ulp fails */
+    Tol exact = {0.0, 0.0};
+    CHECK(compare_arrays(got, ref, 4, exact).n_bad == 0);
+    got[0] = nextafterf(1.0f, 2.0f);
+    CHECK(compare_arrays(got, ref, 4, exact).n_bad == 1);
+}
+
+static void test_guards(void) {
+    uint32_t g[GUARD_FLOATS];
+    guard_fill(g, GUARD_FLOATS);
+    CHECK(guard_first_damage(g, GUARD_FLOATS) == -1);
+    g[17] = 0;
+    CHECK(guard_first_damage(g, GUARD_FLOATS) == 17);
+}
+
+/* ---- options ------------------------------------------------------------- */
+static int parse(Options *o, char *err, const char *a1, const char *a2, const char *a3) {
+    char *argv[5] = {"test_deltanet", (char *)a1, (char *)a2, (char *)a3, NULL};
+    int argc = 1 + (a1 != NULL) + (a2 != NULL) + (a3 != NULL);
+    return parse_options(argc, argv, o, err, 256);
+}
+
+static const Test *find(const char *name) {
+    for (int i = 0; i < registry_count(); i++)
+        if (strcmp(registry_get(i)->name, name) == 0) return registry_get(i);
+    return NULL;
+}
+
+static void test_options(void) {
+    Options o;
+    char err[256];
+    CHECK(parse(&o, err, NULL, NULL, NULL) == 0 && o.seed == DEFAULT_SEED && !o.any_phase && o.bench_reps == 0);
+    CHECK(parse(&o, err, "--phase", "3", NULL) == 0 && o.phase_selected[3] && !o.phase_selected[2]);
+    CHECK(parse(&o, err, "--phase", "1,4", NULL) == 0 && o.phase_selected[1] && o.phase_selected[4] &&
+          !o.phase_selected[3]);
+    CHECK(parse(&o, err, "--phase", "2-5", NULL) == 0 && o.phase_selected[2] && o.phase_selected[5] &&
+          !o.phase_selected[6]);
+    CHECK(parse(&o, err, "--phase", "0", NULL) == 2);
+    CHECK(parse(&o, err, "--phase", "9", NULL) == 2);
+    CHECK(parse(&o, err, "--phase", "x", NULL) == 2);
+    CHECK(parse(&o, err, "--bogus", NULL, NULL) == 2 && strstr(err, "--bogus"));
+    CHECK(parse(&o, err, "--test", "solve_trii", NULL) == 2 && strstr(err, "did you mean: solve_tri"));
+    CHECK(parse(&o, err, "--test", "solve_tri*", NULL) == 0);
+    CHECK(test_selected(&o, find("solve_tri_64")) && !test_selected(&o, find("sigmoid")));
+    CHECK(parse(&o, err, "--seed", "42", NULL) == 0 && o.seed == 42);
+    CHECK(parse(&o, err, "--bench", "--reps", "5") == 0 && o.bench_reps == 5);
+    CHECK(parse(&o, err, "--reps", "0", NULL) == 2);
+    const char *near[3];
+    CHECK(registry_suggest("sigmiod", near, 3) >= 1 && strcmp(near[0], "sigmoid") == 0);
+}
+
+/* ---- determinism and verdicts ------------------------------------------- */
+static void test_rng(void) {
+    Ctx a, b;
+    ctx_begin(&a, &dummy, 1, false, 0);
+    ctx_begin(&b, &dummy, 1, false, 0);
+    bool same = true;
+    for (int i = 0; i < 100; i++) same &= rng_uniform(&a) == rng_uniform(&b);
+    CHECK(same);
+    ctx_begin(&b, &dummy, 2, false, 0);
+    CHECK(rng_uniform(&a) != rng_uniform(&b));
+    ctx_end(&a);
+    ctx_end(&b);
+}
+
+static void test_verdicts(void) {
+    Ctx c;
+    float got[2] = {1.0f, 2.0f};
+    double ref[2] = {1.0, 2.0};
+    ctx_begin(&c, &dummy, 1, false, 0);
+    CHECK(expect_close_host(&c, "x", got, ref, 1, 2, (Tol){1e-6, 0}) == 0 && !test_failed(&c) && c.compared);
+    ref[1] = 2.1;
+    CHECK(expect_close_host(&c, "x", got, ref, 1, 2, (Tol){1e-6, 0}) != 0 && test_failed(&c));
+    CHECK(fabs(c.max_diff - 0.1) < 1e-6 && strstr(c.msg, "x"));
+    ctx_end(&c);
+
+    /* an output the kernel never writes is NaN, so it fails */
+    ctx_begin(&c, &dummy, 1, false, 0);
+    float *y = dev_out(&c, "never_written", 8);
+    double zeros[8] = {0};
+    CHECK(dev_sync(&c) == 0);
+    CHECK(expect_close(&c, "y", y, zeros, 1, 8, (Tol){1e30, 1e30}) != 0);
+    ctx_end(&c);
+
+    /* a write one past the end is caught by the guard, naming the buffer */
+    ctx_begin(&c, &dummy, 1, false, 0);
+    y = dev_out(&c, "short_buffer", 100);
+    exec_write_past_end(y, 100);
+    CHECK(dev_sync(&c) != 0 && strstr(c.msg, "short_buffer"));
+    ctx_end(&c);
+}
+
+/* ---- the runner's verdict (exit status 1 comes from it) ----------------- */
+static void run_wrong(const Test *t, Ctx *c) {
+    float got = 1.5f;
+    double ref = 1.0;
+    expect_close_host(c, "wrong", &got, &ref, 1, 1, t->tol);
+}
+static void run_right(const Test *t, Ctx *c) {
+    float got = 1.0f;
+    double ref = 1.0;
+    expect_close_host(c, "right", &got, &ref, 1, 1, t->tol);
+}
+static void run_nothing(const Test *t, Ctx *c) { (void)t, (void)c; }
+
+static bool runs(void (*fn)(const Test *, Ctx *), const char *expect_text) {
+    Test t = {1, "unit_row", "unfused", {1e-6, 0}, {0}, fn};
+    Options o;
+    char err[256];
+    parse(&o, err, NULL, NULL, NULL);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    bool passed = run_test(&t, &o, out);
+    fclose(out);
+    CHECK(strstr(text, expect_text) != NULL);
+    free(text);
+    return passed;
+}
+
+static void test_runner(void) {
+    CHECK(!runs(run_wrong, "[FAIL] phase 1  unit_row"));
+    CHECK(runs(run_right, "[PASS] phase 1  unit_row"));
+    CHECK(!runs(run_nothing, "compared nothing"));
+}
+
+/* ---- the CPU SIMT executor ----------------------------------------------- */
+static int sync_error_names(const char *what) {
+    const char *e = kdn_sync();
+    return e && strstr(e, what);
+}
+
+static void test_executor(void) {
+    float out[1025], x[256];
+    exec_wave_sum(out, 256);
+    CHECK(kdn_sync() == NULL);
+    bool ok = true;
+    for (int w = 0; w < 256 / 64; w++) ok &= out[w] == 64.0f * 63.0f / 2.0f;
+    CHECK(ok);
+    for (int i = 0; i < 256; i++) x[i] = (float)i;
+    exec_lds_reverse(x, out, 256);
+    CHECK(kdn_sync() == NULL && out[0] == 255.0f && out[255] == 0.0f);
+
+    exec_divergent_barrier(out);
+    CHECK(sync_error_names("kernel_divergent_barrier"));
+    exec_partial_wave(out);
+    CHECK(sync_error_names("kernel_partial_wave"));
+    exec_too_many_threads(out);
+    CHECK(sync_error_names("1025"));
+    exec_too_much_lds(out);
+    CHECK(sync_error_names("64 KB"));
+    /* after every error the executor runs the next launch normally */
+    exec_wave_sum(out, 128);
+    CHECK(kdn_sync() == NULL && out[1] == 64.0f * 63.0f / 2.0f);
+
+    exec_read_unwritten_lds(out, 64);
+    CHECK(kdn_sync() == NULL && isnan(out[0]) && isnan(out[63]));
+}
+
+int main(void) {
+    char msg[256];
+    if (kdn_init(msg, sizeof msg) != 0) {
+        printf("test_harness: no device: %s\n", msg);
+        return 77;
+    }
+    test_compare();
+    test_guards();
+    test_options();
+    test_rng();
+    test_verdicts();
+    test_runner();
+    test_executor();
+    if (failures) {
+        printf("test_harness: %d of %d checks failed\n", failures, checks);
+        return 1;
+    }
+    printf("test_harness: %d checks passed\n", checks);
+    return 0;
+}

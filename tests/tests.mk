@@ -1,24 +1,39 @@
-# make test: the ladder on the CPU build, the harness's own unit tests, the
-# CLI's exit statuses, and (where hipcc exists) the gfx906 build, so kernels
-# that do not compile for the product fail CI. The ladder runs last: its
-# closing "N passed, N failed" is the summary CI reads.
+# make test: what CI runs, cheapest first, the ladder last (its closing line
+# "N passed, N failed" is the summary CI reads):
+#   the harness's unit tests and the executor's error paths (CPU build),
+#   the same under AddressSanitizer with phases 1-3 of the ladder,
+#   the command line's exit statuses and determinism,
+#   the reference against itself, result logs and reports,
+#   the gfx906 build and its resource limits (where hipcc exists),
+#   every phase of the ladder on the CPU build.
 UNIT_OBJ := $(filter-out $(BUILD)/harness/main.o,$(HOST_OBJ)) $(KERNEL_OBJ)
 
-$(BUILD)/test_harness: $(BUILD)/tests/test_harness.o $(UNIT_OBJ)
+$(BUILD)/test_harness: $(BUILD)/tests/test_harness.o $(BUILD)/tests/executor_kernels.o $(UNIT_OBJ)
 	@echo "  LINK  $@"
 	@$(LINK) $^ -o $@ $(LDLIBS)
 
 include tests/reference.mk
 include tests/report.mk
 
+.PHONY: test-asan test-gfx906
+test-asan:
+	@$(MAKE) --no-print-directory BACKEND=cpu SANITIZE=1 build/cpu-asan/test_deltanet build/cpu-asan/test_harness
+	@build/cpu-asan/test_harness
+	@build/cpu-asan/test_deltanet --phase 1-3 > build/asan-ladder.log 2>&1 || { cat build/asan-ladder.log; exit 1; }
+	@echo "asan: phases 1-3: $$(tail -n 1 build/asan-ladder.log)"
+
+test-gfx906:
+	@if command -v $(HIPCC) >/dev/null 2>&1; then \
+	    $(MAKE) --no-print-directory BACKEND=hip build/hip/test_deltanet && \
+	    $(MAKE) --no-print-directory resources-check; \
+	else echo "hipcc not found: gfx906 build skipped"; fi
+
 test:
 	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_harness
 	@build/cpu/test_harness
-	@sh tests/cli.sh build/cpu/test_deltanet
+	@$(MAKE) --no-print-directory test-asan
+	@$(MAKE) --no-print-directory test-gfx906
+	@sh tests/cli.sh build/cpu/test_deltanet $$([ -x build/hip/test_deltanet ] && echo build/hip/test_deltanet)
 	@$(MAKE) --no-print-directory BACKEND=cpu test-reference
 	@$(MAKE) --no-print-directory BACKEND=cpu test-report
-	@if command -v $(HIPCC) >/dev/null 2>&1; then \
-	    $(MAKE) --no-print-directory BACKEND=hip build/hip/test_deltanet && \
-	    { build/hip/test_deltanet >/dev/null 2>&1; rc=$$?; [ $$rc = 77 ] || [ $$rc = 0 ] || { echo "gfx906 binary: unexpected exit $$rc"; exit 1; }; }; \
-	else echo "hipcc not found: gfx906 build skipped"; fi
 	@build/cpu/test_deltanet

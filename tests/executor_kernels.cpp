@@ -1,0 +1,56 @@
+// Kernels for the harness's unit tests (tests/test_harness.c). The broken
+// ones are broken on purpose: each is a bug the executor or the guards must
+// report instead of computing garbage.
+#include "../kernels/backend/backend.h"
+#include "../kernels/backend/wave.h"
+#include "executor_kernels.h"
+
+__global__ void kernel_wave_sum(float *out) {
+    float s = kdn_wave_sum((float)kdn_lane());
+    if (kdn_lane() == 0) out[threadIdx.x / KDN_WAVE] = s;
+}
+
+__global__ void kernel_lds_reverse(const float *x, float *y, int n) {
+    __shared__ float buf[1024];
+    int t = (int)threadIdx.x;
+    buf[t] = x[t];
+    __syncthreads();
+    y[t] = buf[n - 1 - t];
+}
+
+__global__ void kernel_divergent_barrier(float *y) {
+    if (threadIdx.x >= 32) return;
+    __syncthreads();
+    y[threadIdx.x] = 1.0f;
+}
+
+__global__ void kernel_partial_wave(float *y) {
+    if (kdn_lane() < 10) y[threadIdx.x] = kdn_wave_sum(1.0f);
+}
+
+__global__ void kernel_write_past_end(float *y, int n) {
+    int i = (int)(blockIdx.x * blockDim.x + threadIdx.x);
+    if (i <= n) y[i] = 0.0f; // the bug: <= instead of <
+}
+
+__global__ void kernel_read_unwritten_lds(float *y) {
+    KDN_DYNAMIC_SHARED(float, lds);
+    y[threadIdx.x] = lds[threadIdx.x];
+}
+
+extern "C" {
+
+void exec_wave_sum(float *out, int threads) { KDN_LAUNCH(kernel_wave_sum, dim3(1), dim3(threads), 0, out); }
+void exec_lds_reverse(const float *x, float *y, int n) { KDN_LAUNCH(kernel_lds_reverse, dim3(1), dim3(n), 0, x, y, n); }
+void exec_divergent_barrier(float *y) { KDN_LAUNCH(kernel_divergent_barrier, dim3(1), dim3(64), 0, y); }
+void exec_partial_wave(float *y) { KDN_LAUNCH(kernel_partial_wave, dim3(1), dim3(64), 0, y); }
+void exec_write_past_end(float *y, int n) {
+    KDN_LAUNCH(kernel_write_past_end, dim3(KDN_CEIL_DIV(n + 1, 64)), dim3(64), 0, y, n);
+}
+void exec_read_unwritten_lds(float *y, int n) {
+    KDN_LAUNCH(kernel_read_unwritten_lds, dim3(1), dim3(n), n * sizeof(float), y);
+}
+void exec_too_many_threads(float *y) { KDN_LAUNCH(kernel_wave_sum, dim3(1), dim3(1025), 0, y); }
+void exec_too_much_lds(float *y) { KDN_LAUNCH(kernel_read_unwritten_lds, dim3(1), dim3(64), 64 * 1024 + 4, y); }
+
+}  // extern "C"

@@ -1,0 +1,29 @@
+/* Kernels that exercise the CPU SIMT executor and the harness's guards
+ * (tests/executor_kernels.cpp): some correct, some broken on purpose. */
+#ifndef EXECUTOR_KERNELS_H
+#define EXECUTOR_KERNELS_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* out[w] = sum of the lane indices of wave w (workgroup of `threads`). */
+void exec_wave_sum(float *out, int threads);
+/* y = x reversed through LDS and a barrier (n <= 1024 threads). */
+void exec_lds_reverse(const float *x, float *y, int n);
+/* Threads 32.. return before __syncthreads(): a divergent barrier. */
+void exec_divergent_barrier(float *y);
+/* Only lanes 0..9 of the wave take part in a wave sum. */
+void exec_partial_wave(float *y);
+/* Writes y[0..n], one element past the end. */
+void exec_write_past_end(float *y, int n);
+/* y[i] = dynamic LDS never written (n <= 256). */
+void exec_read_unwritten_lds(float *y, int n);
+/* Launches over gfx906's limits: 1025 threads; 64 KB + 4 bytes of LDS. */
+void exec_too_many_threads(float *y);
+void exec_too_much_lds(float *y);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
