@@ -88,9 +88,9 @@ __device__ void load_log_decays(FusedLds<C> &L, const float *g, size_t tok0, int
 
 // gamma and its exponentials from L.graw, beta and the keys of the chunk's n
 // tokens; rows n..C-1 get zero keys, beta = 0 and gamma = gamma_(n-1).
-// Thread t < C sums all C log decays in the same order as every other such
-// thread (so all agree on gamma_last bit for bit) and keeps the partial sum
-// at t.
+// Thread t < C sums the chunk's log decays in the same order as every other
+// such thread (so all agree on gamma_last bit for bit) and keeps the partial
+// sum at t.
 template <int C>
 __device__ void load_chunk(FusedLds<C> &L, const float *k, const float *beta, size_t tok0, int n, int hk, int h,
                            int H_k, int H_v, int D_k) {
