@@ -80,10 +80,10 @@ void bench_print_method(FILE *out, int reps) {
         fprintf(out, "last-level cache flushed before each; peak unknown for %s\n", kdn_device_name());
 }
 
-void bench_print(FILE *out, const Ctx *c) {
+void bench_print(FILE *out, const BenchResult *bench, int n) {
     const Peak *p = device_peak();
-    for (int i = 0; i < c->n_bench; i++) {
-        const BenchResult *b = &c->bench[i];
+    for (int i = 0; i < n; i++) {
+        const BenchResult *b = &bench[i];
         double s = b->median_ms * 1e-3;
         double gbs = b->bytes / s * 1e-9, gflops = b->flops / s * 1e-9;
         fprintf(out, "       bench  %-10s median %10.1f us  min %10.1f us  %8.1f GB/s  %9.1f GFLOP/s", b->label,
@@ -91,7 +91,7 @@ void bench_print(FILE *out, const Ctx *c) {
         if (p && !is_cpu_backend())
             fprintf(out, " (%4.1f%% bw, %4.1f%% fp32)", 100.0 * gbs / p->gbytes_s, 100.0 * gflops / (p->tflops * 1e3));
         fprintf(out, "  launches %7ld  runs %4d", b->launches, b->runs);
-        if (i > 0) fprintf(out, "  x%.1f vs %s", c->bench[0].median_ms / b->median_ms, c->bench[0].label);
+        if (i > 0) fprintf(out, "  x%.1f vs %s", bench[0].median_ms / b->median_ms, bench[0].label);
         fputc('\n', out);
     }
 }

@@ -74,6 +74,11 @@ typedef struct {
     const char *patterns[MAX_PATTERNS];
     int n_patterns;
     uint64_t seed;
+    const char *log_path;              /* --log FILE or DIR */
+    const char *junit_path;            /* --junit FILE */
+    const char *compare_old, *compare_new; /* --compare OLD NEW */
+    double max_diff_growth;            /* --max-diff-growth (default 2) */
+    double time_threshold_pct;         /* --time-threshold (default 10) */
 } Options;
 #define DEFAULT_SEED 20261122u
 /* 0 on success; otherwise writes a message into err and returns the exit
@@ -90,15 +95,37 @@ int registry_suggest(const char *name, const char **out, int n);
 /* ---- benchmarking (bench.c) -------------------------------------------- */
 #define DEFAULT_REPS 20
 /* The lines under a test's result: one per label, with speed-ups against the first. */
-void bench_print(FILE *out, const Ctx *c);
+void bench_print(FILE *out, const BenchResult *bench, int n);
 /* One line before the first test: how timings are taken. */
 void bench_print_method(FILE *out, int reps);
 
 /* ---- running ------------------------------------------------------------ */
-/* Runs one test and prints its line; true when it passed. */
-bool run_test(const Test *t, const Options *o, FILE *out);
+/* What a test left behind, for the line, the log and the JUnit report. */
+typedef struct {
+    const Test *test;
+    bool passed, compared;
+    double max_diff;
+    char shape[160];
+    char msg[1024];
+    BenchResult bench[MAX_BENCH];
+    int n_bench;
+} TestResult;
+
+/* Runs one test and prints its line; fills r, returns r->passed. */
+bool run_test(const Test *t, const Options *o, FILE *out, TestResult *r);
 /* Runs the selected tests, printing a line each and the closing summary.
- * Returns the number of failures. */
-int run_selected(const Options *o, FILE *out);
+ * *results (malloc'd, *n of them) receives every test's outcome. Returns
+ * the number of failures. */
+int run_selected(const Options *o, FILE *out, TestResult **results, int *n);
+
+/* ---- reports (report.c, compare_logs.c) ---------------------------------- */
+#define LOG_MAGIC "# test_deltanet log v1"
+#define LOG_COLUMNS "phase\tname\tvariant\tshape\tmax_diff\tatol\trtol\tstatus\tmedian_us\tmin_us"
+/* Tab-separated result log; path a file, or a directory to put a
+ * timestamped, device-named file in. 0 on success, else prints why. */
+int write_log(const char *path, const Options *o, const TestResult *r, int n);
+int write_junit(const char *path, const TestResult *r, int n);
+/* Compares two logs: 0 no regression, 1 regression, 2 unreadable log. */
+int compare_logs(const Options *o, FILE *out);
 
 #endif

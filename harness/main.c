@@ -17,9 +17,15 @@ static void usage(FILE *f) {
             "                   launches per call, speed-up against the test's first variant)\n"
             "  --reps N         timed runs per variant with --bench (default %d; fewer past 3 s)\n"
             "  --seed N         seed of the input generator (default %u)\n"
+            "  --log FILE|DIR   write a tab-separated result log (a DIR gets a timestamped file)\n"
+            "  --junit FILE     write a JUnit XML report\n"
+            "  --compare OLD NEW  report regressions between two logs (runs no test):\n"
+            "                   failing or missing tests, max_diff grown past --max-diff-growth X\n"
+            "                   (default 2), timings slower than --time-threshold PCT (default 10)\n"
             "  --env            print backend, target and devices found, and exit\n"
             "  --help           this text\n"
-            "exit status: 0 all passed, 1 a test failed, 2 bad usage, 77 no device\n",
+            "exit status: 0 all passed, 1 a test failed (--compare: a regression), 2 bad usage or\n"
+            "unreadable log, 77 no device\n",
             DEFAULT_REPS, DEFAULT_SEED);
 }
 
@@ -47,6 +53,7 @@ int main(int argc, char **argv) {
         list_tests(&o);
         return 0;
     }
+    if (o.compare_old) return compare_logs(&o, stdout);
     if (o.env) {
         printf("backend %s, target %s, devices %d\n", kdn_backend(), kdn_target(), kdn_device_count());
         if (kdn_init(err, sizeof err) == 0) printf("device 0: %s\n", kdn_device_name());
@@ -58,5 +65,12 @@ int main(int argc, char **argv) {
     }
     printf("test_deltanet: backend %s, target %s, device %s, seed %llu\n", kdn_backend(), kdn_target(),
            kdn_device_name(), (unsigned long long)o.seed);
-    return run_selected(&o, stdout) ? 1 : 0;
+    TestResult *results;
+    int n;
+    int failed = run_selected(&o, stdout, &results, &n);
+    if ((o.log_path && write_log(o.log_path, &o, results, n) != 0) ||
+        (o.junit_path && write_junit(o.junit_path, results, n) != 0))
+        return 2;
+    free(results);
+    return failed ? 1 : 0;
 }

@@ -22,6 +22,15 @@ static bool parse_int(const char *s, long lo, long hi, long *out) {
     return true;
 }
 
+static bool parse_positive(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !(v > 0.0)) return false;
+    *out = v;
+    return true;
+}
+
 /* "3", "1,4,8" or "2-5" (and combinations). */
 static int parse_phases(const char *arg, Options *o, char *err, size_t size) {
     char buf[128];
@@ -56,11 +65,15 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
         {"test", required_argument, 0, 't'}, {"seed", required_argument, 0, 's'},
         {"verbose", no_argument, 0, 'v'},    {"help", no_argument, 0, 'h'},
         {"env", no_argument, 0, 'e'},      {"bench", no_argument, 0, 'b'},
-        {"reps", required_argument, 0, 'r'},
+        {"reps", required_argument, 0, 'r'},  {"log", required_argument, 0, 'L'},
+        {"junit", required_argument, 0, 'J'}, {"compare", required_argument, 0, 'C'},
+        {"max-diff-growth", required_argument, 0, 'G'}, {"time-threshold", required_argument, 0, 'T'},
         {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
     o->seed = DEFAULT_SEED;
+    o->max_diff_growth = 2.0;
+    o->time_threshold_pct = 10.0;
     optind = 1;
     opterr = 0;
     int ch, reps = DEFAULT_REPS;
@@ -88,10 +101,26 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
             if (!parse_int(optarg, 0, 0x7fffffffL, &v)) return fail_usage(err, size, "invalid seed '%s': a non-negative integer", optarg);
             o->seed = (uint64_t)v;
             break;
+        case 'L': o->log_path = optarg; break;
+        case 'J': o->junit_path = optarg; break;
+        case 'C': o->compare_old = optarg; break;
+        case 'G':
+            if (!parse_positive(optarg, &o->max_diff_growth) || o->max_diff_growth < 1.0)
+                return fail_usage(err, size, "invalid --max-diff-growth '%s': a factor >= 1", optarg);
+            break;
+        case 'T':
+            if (!parse_positive(optarg, &o->time_threshold_pct))
+                return fail_usage(err, size, "invalid --time-threshold '%s': a percentage > 0", optarg);
+            break;
         case ':': return fail_usage(err, size, "option '%s' needs a value", argv[optind - 1]);
         default: return fail_usage(err, size, "unknown option '%s' (--help lists the options)", argv[optind - 1]);
         }
         if (rc) return rc;
+    }
+    /* --compare OLD NEW: the one positional argument is NEW */
+    if (o->compare_old) {
+        if (optind != argc - 1) return fail_usage(err, size, "--compare needs two logs: --compare OLD NEW%s", "");
+        o->compare_new = argv[optind++];
     }
     if (optind < argc) return fail_usage(err, size, "unexpected argument '%s' (--help lists the options)", argv[optind]);
     o->bench_reps = bench ? reps : 0;

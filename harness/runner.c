@@ -3,13 +3,17 @@
 
 #include "../kernels/kdn.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 static const char *const phase_titles[MAX_PHASE + 1] = {
     "", "element-wise", "triangular", "GEMM", "decay mask",
     "attention matrix", "intra-chunk", "state interaction", "full multi-chunk Delta-Net",
 };
 
-static void print_result(FILE *out, const Test *t, const Ctx *c) {
-    fprintf(out, "[%s] phase %d  %-24s %-8s ", c->failed ? "FAIL" : "PASS", t->phase, t->name, t->variant);
+static void print_result(FILE *out, const TestResult *c) {
+    const Test *t = c->test;
+    fprintf(out, "[%s] phase %d  %-24s %-8s ", c->passed ? "PASS" : "FAIL", t->phase, t->name, t->variant);
     if (c->compared)
         fprintf(out, "max_diff=%.2e", c->max_diff);
     else
@@ -20,7 +24,7 @@ static void print_result(FILE *out, const Test *t, const Ctx *c) {
         fprintf(out, "  tol=%.1e+%.1e*|ref|", t->tol.atol, t->tol.rtol);
     if (c->shape[0]) fprintf(out, "  %s", c->shape);
     fputc('\n', out);
-    if (c->failed && c->msg[0]) {
+    if (!c->passed && c->msg[0]) {
         const char *s = c->msg;
         fputs("       ", out);
         for (; *s; s++) {
@@ -31,7 +35,7 @@ static void print_result(FILE *out, const Test *t, const Ctx *c) {
     }
 }
 
-bool run_test(const Test *t, const Options *o, FILE *out) {
+bool run_test(const Test *t, const Options *o, FILE *out, TestResult *r) {
     Ctx c;
     ctx_begin(&c, t, o->seed, o->verbose, o->bench_reps);
     t->run(t, &c);
@@ -40,14 +44,29 @@ bool run_test(const Test *t, const Options *o, FILE *out) {
     if (late) test_fail(&c, "runtime error: %s", late);
     if (!c.failed && !c.compared) test_fail(&c, "test compared nothing");
     ctx_end(&c);
-    print_result(out, t, &c);
-    bench_print(out, &c);
+    memset(r, 0, sizeof *r);
+    r->test = t;
+    r->passed = !c.failed;
+    r->compared = c.compared;
+    r->max_diff = c.max_diff;
+    memcpy(r->shape, c.shape, sizeof r->shape);
+    memcpy(r->msg, c.msg, sizeof r->msg);
+    memcpy(r->bench, c.bench, sizeof r->bench);
+    r->n_bench = c.n_bench;
+    print_result(out, r);
+    bench_print(out, r->bench, r->n_bench);
     fflush(out);
-    return !c.failed;
+    return r->passed;
 }
 
-int run_selected(const Options *o, FILE *out) {
+int run_selected(const Options *o, FILE *out, TestResult **results, int *n) {
     int passed = 0, failed = 0, last_phase = 0;
+    *results = calloc((size_t)registry_count() + 1, sizeof **results);
+    *n = 0;
+    if (!*results) {
+        fprintf(stderr, "test_deltanet: out of memory\n");
+        exit(2);
+    }
     if (o->bench_reps) bench_print_method(out, o->bench_reps);
     for (int i = 0; i < registry_count(); i++) {
         const Test *t = registry_get(i);
@@ -56,7 +75,7 @@ int run_selected(const Options *o, FILE *out) {
             fprintf(out, "== phase %d: %s ==\n", t->phase, phase_titles[t->phase]);
             last_phase = t->phase;
         }
-        if (run_test(t, o, out))
+        if (run_test(t, o, out, &(*results)[(*n)++]))
             passed++;
         else
             failed++;

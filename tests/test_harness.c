@@ -160,7 +160,8 @@ static bool runs(void (*fn)(const Test *, Ctx *), const char *expect_text) {
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
-    bool passed = run_test(&t, &o, out);
+    TestResult r;
+    bool passed = run_test(&t, &o, out, &r);
     fclose(out);
     CHECK(strstr(text, expect_text) != NULL);
     free(text);

@@ -5,7 +5,9 @@
 #   the command line's exit statuses and determinism,
 #   the reference against itself, result logs and reports,
 #   the gfx906 build and its resource limits (where hipcc exists),
-#   every phase of the ladder on the CPU build.
+#   every phase of the ladder on the CPU build, its log compared with
+#   results/baseline-cpu.tsv (make baseline rewrites it), the ladder's
+#   output printed last.
 UNIT_OBJ := $(filter-out $(BUILD)/harness/main.o,$(HOST_OBJ)) $(KERNEL_OBJ)
 
 $(BUILD)/test_harness: $(BUILD)/tests/test_harness.o $(BUILD)/tests/executor_kernels.o $(UNIT_OBJ)
@@ -36,4 +38,7 @@ test:
 	@sh tests/cli.sh build/cpu/test_deltanet $$([ -x build/hip/test_deltanet ] && echo build/hip/test_deltanet)
 	@$(MAKE) --no-print-directory BACKEND=cpu test-reference
 	@$(MAKE) --no-print-directory BACKEND=cpu test-report
-	@build/cpu/test_deltanet
+	@build/cpu/test_deltanet --log build/cpu/ladder.tsv > build/cpu/ladder.out 2> build/cpu/ladder.err; rc=$$?; \
+	 build/cpu/test_deltanet --compare results/baseline-cpu.tsv build/cpu/ladder.tsv > build/cpu/baseline.out 2>&1; \
+	 crc=$$?; sed 's/^/baseline: /' build/cpu/baseline.out; cat build/cpu/ladder.err build/cpu/ladder.out; \
+	 [ $$rc = 0 ] && [ $$crc = 0 ]
