@@ -85,13 +85,15 @@ double *dn_widen(Ctx *c, const float *x, size_t n) {
     return y;
 }
 
-void dn_describe(Ctx *c, const Shape *sh) {
+void dn_describe_note(Ctx *c, const Shape *sh, const char *note) {
     static const char *const decay[] = {"qwen", "strong", "weak"};
     static const char *const map[] = {"tiled", "block", "both"};
-    set_shape_desc(c, "T=%d B=%d Hk=%d Hv=%d Dk=%d Dv=%d C=%d map=%s decay=%s s0=%s", sh->T, sh->n_seqs, sh->H_k,
+    set_shape_desc(c, "T=%d B=%d Hk=%d Hv=%d Dk=%d Dv=%d C=%d map=%s decay=%s s0=%s%s", sh->T, sh->n_seqs, sh->H_k,
                    sh->H_v, sh->D_k, sh->D_v, sh->chunk, map[sh->head_map], decay[sh->decay],
-                   sh->state ? "rand" : "zero");
+                   sh->state ? "rand" : "zero", note);
 }
+
+void dn_describe(Ctx *c, const Shape *sh) { dn_describe_note(c, sh, ""); }
 
 RefChunk dn_ref_chunk(Ctx *c, int n, int D_k, int D_v) {
     RefChunk r;

@@ -28,6 +28,8 @@ RefInputs dn_ref_inputs(const DnData *d);
 double *dn_widen(Ctx *c, const float *x, size_t n);
 /* The shape as printed on the test line. */
 void dn_describe(Ctx *c, const Shape *sh);
+/* The same with a note appended (e.g. how the CPU build reduced the shape). */
+void dn_describe_note(Ctx *c, const Shape *sh, const char *note);
 
 
 /* Algorithmic cost of one layer call: bytes = inputs, outputs and both
