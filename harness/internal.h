@@ -79,12 +79,17 @@ typedef struct {
     const char *compare_old, *compare_new; /* --compare OLD NEW */
     double max_diff_growth;            /* --max-diff-growth (default 2) */
     double time_threshold_pct;         /* --time-threshold (default 10) */
+    Shape set;                         /* --set KEY=VALUE overrides ... */
+    unsigned set_fields;               /* ... of these fields (bit per SET_* key) */
 } Options;
 #define DEFAULT_SEED 20261122u
 /* 0 on success; otherwise writes a message into err and returns the exit
  * status to use (2). */
 int parse_options(int argc, char **argv, Options *o, char *err, size_t err_size);
 bool test_selected(const Options *o, const Test *t);
+/* The row with the --set overrides applied (Delta-Net rows only: those with
+ * a chunk size). 0, or 2 with a message when the shape is impossible. */
+int apply_set(const Options *o, const Test *t, Test *out, char *err, size_t err_size);
 
 /* ---- registry ----------------------------------------------------------- */
 int registry_count(void);

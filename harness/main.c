@@ -17,6 +17,8 @@ static void usage(FILE *f) {
             "                   launches per call, speed-up against the test's first variant)\n"
             "  --reps N         timed runs per variant with --bench (default %d; fewer past 3 s)\n"
             "  --seed N         seed of the input generator (default %u)\n"
+            "  --set KEY=VALUE  override the shape of the Delta-Net tests (phases 4-8): T, n_seqs, H_k, H_v,\n"
+            "                   D_k (<= 128), D_v, chunk (32 or 64), head_map (tiled|block), seed; repeatable\n"
             "  --log FILE|DIR   write a tab-separated result log (a DIR gets a timestamped file)\n"
             "  --junit FILE     write a JUnit XML report\n"
             "  --compare OLD NEW  report regressions between two logs (runs no test):\n"

@@ -3,6 +3,7 @@
 #include "internal.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fnmatch.h>
 #include <getopt.h>
 #include <stdlib.h>
@@ -20,6 +21,62 @@ static bool parse_int(const char *s, long lo, long hi, long *out) {
     if (errno || end == s || *end || v < lo || v > hi) return false;
     *out = v;
     return true;
+}
+
+/* --set keys: Shape fields with their allowed range. */
+static const struct {
+    const char *key;
+    size_t offset;
+    long lo, hi;
+} set_keys[] = {
+    {"T", offsetof(Shape, T), 1, 1 << 20},         {"n_seqs", offsetof(Shape, n_seqs), 1, 65535},
+    {"H_k", offsetof(Shape, H_k), 1, 65535},       {"H_v", offsetof(Shape, H_v), 1, 65535},
+    {"D_k", offsetof(Shape, D_k), 1, 128},         {"D_v", offsetof(Shape, D_v), 1, 4096},
+    {"chunk", offsetof(Shape, chunk), 32, 64},     {"head_map", offsetof(Shape, head_map), 0, 1},
+};
+enum { N_SET_KEYS = sizeof set_keys / sizeof set_keys[0] };
+
+static int *shape_field(Shape *s, int key) { return (int *)((char *)s + set_keys[key].offset); }
+
+/* KEY=VALUE; head_map takes tiled/block, seed sets the seed. */
+static int parse_set(const char *arg, Options *o, char *err, size_t size) {
+    const char *eq = strchr(arg, '=');
+    if (!eq) return fail_usage(err, size, "--set '%s': expected KEY=VALUE", arg);
+    size_t klen = (size_t)(eq - arg);
+    const char *val = eq + 1;
+    long v;
+    if (klen == 4 && strncmp(arg, "seed", 4) == 0) {
+        if (!parse_int(val, 0, 0x7fffffffL, &v)) return fail_usage(err, size, "--set '%s': seed is a non-negative integer", arg);
+        o->seed = (uint64_t)v;
+        return 0;
+    }
+    for (int i = 0; i < N_SET_KEYS; i++) {
+        if (strlen(set_keys[i].key) != klen || strncmp(arg, set_keys[i].key, klen) != 0) continue;
+        bool head_map = set_keys[i].offset == offsetof(Shape, head_map);
+        bool chunk = set_keys[i].offset == offsetof(Shape, chunk);
+        if (head_map && (strcmp(val, "tiled") == 0 || strcmp(val, "block") == 0))
+            v = strcmp(val, "block") == 0;
+        else if (!parse_int(val, set_keys[i].lo, set_keys[i].hi, &v) || (chunk && v != 32 && v != 64))
+            return fail_usage(err, size, "--set '%s': value out of range (T >= 1, D_k <= 128, chunk 32 or 64, "
+                                         "head_map tiled or block; see --help)", arg);
+        *shape_field(&o->set, i) = (int)v;
+        o->set_fields |= 1u << i;
+        return 0;
+    }
+    return fail_usage(err, size, "--set '%s': unknown key (T, n_seqs, H_k, H_v, D_k, D_v, chunk, head_map, seed)", arg);
+}
+
+int apply_set(const Options *o, const Test *t, Test *out, char *err, size_t size) {
+    *out = *t;
+    if (!o->set_fields || t->shape.chunk == 0) return 0;
+    for (int i = 0; i < N_SET_KEYS; i++)
+        if (o->set_fields & (1u << i)) *shape_field(&out->shape, i) = *shape_field((Shape *)&o->set, i);
+    if (out->shape.H_v % out->shape.H_k != 0) {
+        snprintf(err, size, "--set: test %s would have H_v = %d, not a multiple of H_k = %d", t->name, out->shape.H_v,
+                 out->shape.H_k);
+        return 2;
+    }
+    return 0;
 }
 
 static bool parse_positive(const char *s, double *out) {
@@ -68,6 +125,7 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
         {"reps", required_argument, 0, 'r'},  {"log", required_argument, 0, 'L'},
         {"junit", required_argument, 0, 'J'}, {"compare", required_argument, 0, 'C'},
         {"max-diff-growth", required_argument, 0, 'G'}, {"time-threshold", required_argument, 0, 'T'},
+        {"set", required_argument, 0, 'S'},
         {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -101,6 +159,7 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
             if (!parse_int(optarg, 0, 0x7fffffffL, &v)) return fail_usage(err, size, "invalid seed '%s': a non-negative integer", optarg);
             o->seed = (uint64_t)v;
             break;
+        case 'S': rc = parse_set(optarg, o, err, size); break;
         case 'L': o->log_path = optarg; break;
         case 'J': o->junit_path = optarg; break;
         case 'C': o->compare_old = optarg; break;
@@ -124,6 +183,11 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
     }
     if (optind < argc) return fail_usage(err, size, "unexpected argument '%s' (--help lists the options)", argv[optind]);
     o->bench_reps = bench ? reps : 0;
+    /* an impossible shape is a usage error before anything runs */
+    for (int i = 0; i < registry_count(); i++) {
+        Test t;
+        if (test_selected(o, registry_get(i)) && apply_set(o, registry_get(i), &t, err, size)) return 2;
+    }
     return 0;
 }
 

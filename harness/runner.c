@@ -35,7 +35,11 @@ static void print_result(FILE *out, const TestResult *c) {
     }
 }
 
-bool run_test(const Test *t, const Options *o, FILE *out, TestResult *r) {
+bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
+    Test shaped;
+    char err[256];
+    apply_set(o, row, &shaped, err, sizeof err); /* validated when parsed */
+    const Test *t = &shaped;
     Ctx c;
     ctx_begin(&c, t, o->seed, o->verbose, o->bench_reps);
     t->run(t, &c);
@@ -45,7 +49,7 @@ bool run_test(const Test *t, const Options *o, FILE *out, TestResult *r) {
     if (!c.failed && !c.compared) test_fail(&c, "test compared nothing");
     ctx_end(&c);
     memset(r, 0, sizeof *r);
-    r->test = t;
+    r->test = row;
     r->passed = !c.failed;
     r->compared = c.compared;
     r->max_diff = c.max_diff;

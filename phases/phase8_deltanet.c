@@ -160,7 +160,7 @@ static void t_prefill_then_decode(const Test *t, Ctx *c) {
     RefInputs in = dn_ref_inputs(&d);
     ref_deltanet_recurrent(&d.rs, &in, o_ref, s_ref);
     dn_describe(c, &sh);
-    int decode = t->shape.m, prefill = sh.T - decode;
+    int decode = t->shape.m < sh.T ? t->shape.m : sh.T - 1, prefill = sh.T - decode; /* --set may shorten T */
     float *state = dev_in(c, "state_in", d.state, d.n_state);
     DnDevice dd;
     KdnShape ks = d.ks;
