@@ -85,11 +85,62 @@ static void t_intra_chunk(const Test *t, Ctx *c) {
     expect_close(c, "W", cc.w.W, cc.r.W, n, cc.dk, t->tol);
 }
 
+/* The fused intra-chunk kernel on every chunk of every head and sequence of
+ * the shape at once, against ref_chunk_intra on each chunk's inputs (padded
+ * rows and columns must be exactly 0). */
+static void check_intra_fused(const Test *t, Ctx *c, const Shape *shape) {
+    Shape sh = dn_backend_shape(shape);
+    DnData d;
+    DnDevice dd;
+    dn_generate(c, &sh, &d);
+    dn_upload(c, &d, &dd);
+    const KdnShape *s = &d.ks;
+    int nch = two_launch_chunks(s), C = s->chunk;
+    size_t chunks = (size_t)nch * s->n_seqs * s->H_v;
+    ChunkQuantities *w = two_launch_prepare(c, s);
+    kdn_intra_chunk_fused(s, dd.k, dd.v, dd.g, dd.beta, w->gamma, w->Tinv, w->U, w->W);
+    double *gamma = host_d(c, chunks * C), *Tinv = host_d(c, chunks * C * C);
+    double *U = host_d(c, chunks * C * s->D_v), *W = host_d(c, chunks * C * s->D_k);
+    RefChunkWork rw = ref_chunk_work(c, s);
+    for (int seq = 0; seq < s->n_seqs; seq++)
+        for (int h = 0; h < s->H_v; h++)
+            for (int ch = 0; ch < nch; ch++) {
+                ref_chunk_of(&rw, &d, seq, h, ch);
+                ref_chunk_place(&rw, s, ((size_t)seq * s->H_v + h) * nch + ch, gamma, Tinv, U, W);
+            }
+    dn_describe(c, &sh);
+    if (dev_sync(c) != 0) return;
+    int rows = (int)(chunks * C);
+    expect_close(c, "gamma", w->gamma, gamma, (int)chunks, C, t->tol);
+    expect_close(c, "Tinv", w->Tinv, Tinv, rows, C, t->tol);
+    expect_close(c, "U", w->U, U, rows, s->D_v, t->tol);
+    expect_close(c, "W", w->W, W, rows, s->D_k, t->tol);
+}
+
+/* The row's shape with each grouped-head mapping in turn. */
+static void t_intra_fused_maps(const Test *t, Ctx *c) {
+    Shape sh = t->shape;
+    for (int map = HEAD_MAP_TILED; map <= HEAD_MAP_BLOCK && !test_failed(c); map++) {
+        sh.head_map = map;
+        check_intra_fused(t, c, &sh);
+    }
+    sh = dn_backend_shape(&t->shape);
+    sh.head_map = HEAD_MAP_BOTH;
+    dn_describe(c, &sh);
+}
+
+static void t_intra_fused(const Test *t, Ctx *c) { check_intra_fused(t, c, &t->shape); }
+
 static const Test tests[] = {
     {6, "attn_pre_computation", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_attn_pre},
     {6, "solve_causal_identity", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_solve_causal_identity},
     {6, "intra_chunk_small", "unfused", TOL_CHUNK, {.chunk = 16, .D_k = 16, .D_v = 16}, t_intra_chunk},
     {6, "intra_chunk", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_intra_chunk},
+    {6, "intra_chunk_fused", "fused", TOL_CHUNK,
+     {.T = 100, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 80, .chunk = 64}, t_intra_fused_maps},
+    {6, "intra_chunk_fused_c32_strong", "fused", TOL_CHUNK,
+     {.T = 80, .n_seqs = 1, .H_k = 1, .H_v = 2, .D_k = 64, .D_v = 64, .chunk = 32, .decay = DECAY_STRONG},
+     t_intra_fused},
 };
 
 const TestList phase6_tests = {tests, sizeof tests / sizeof tests[0]};

@@ -6,6 +6,7 @@
 
 #include "../harness/harness.h"
 #include "../kernels/kdn.h"
+#include "deltanet_data.h"
 
 /* Device scratch for one chunk of n <= C tokens (row-major, token rows). */
 typedef struct {
@@ -39,5 +40,32 @@ void step_state(ChunkWork *w, float *St, int n);
  * scratch from chunk_work_alloc for s->chunk, s->D_k, s->D_v. */
 void deltanet_unfused(ChunkWork *w, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                       const float *beta, const float *state_in, float *o, float *state_out);
+
+/* The layer in two launches (kernels/chunk_fused.cpp): every chunk's intra-chunk
+ * quantities at once, then the state through all chunks. prepare allocates the
+ * per-chunk buffers (kdn.h's layout) as device buffers of the test and returns
+ * a ChunkQuantities; the run is re-runnable on the same scratch. */
+typedef struct {
+    float *gamma, *Tinv, *U, *W; /* [ci][C], [ci][C][C], [ci][C][D_v], [ci][C][D_k] */
+} ChunkQuantities;
+int two_launch_chunks(const KdnShape *s); /* ceil(T / C) */
+void *two_launch_prepare(Ctx *c, const KdnShape *s);
+void deltanet_two_launch(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
+                         const float *g, const float *beta, const float *state_in, float *o, float *state_out);
+
+/* Reference side: one chunk's inputs gathered from the ggml tensors (double,
+ * token rows) and its ref_chunk_intra, in host scratch reused chunk after
+ * chunk (the harness caps a test's host arrays). */
+typedef struct {
+    int n;                        /* tokens of the chunk last gathered */
+    double *q, *k, *v, *g, *beta; /* its inputs */
+    RefChunk r;
+} RefChunkWork;
+RefChunkWork ref_chunk_work(Ctx *c, const KdnShape *s);
+void ref_chunk_of(RefChunkWork *w, const DnData *d, int seq, int h, int ch);
+/* Copies w's gamma, Tinv (unless Tinv is NULL), U and W into chunk ci of
+ * padded arrays in kdn.h's layout (zero-initialised: rows past n stay 0). */
+void ref_chunk_place(const RefChunkWork *w, const KdnShape *s, size_t ci, double *gamma, double *Tinv, double *U,
+                     double *W);
 
 #endif
