@@ -9,14 +9,27 @@
 #include "../reference/ref.h"
 
 #include <math.h>
+#include <string.h>
+
+/* Rounds a reference array to float in place, so that the kernel (fed the
+ * floats) and the reference see the same input. */
+static void round_to_float(double *x, size_t n) {
+    for (size_t i = 0; i < n; i++) x[i] = (float)x[i];
+}
 
 /* Uploads a rounded copy of a reference array and replaces the reference
- * array with the widened rounded values, so both sides see the same input. */
+ * array with the widened rounded values. */
 static void round_trip(Ctx *c, float *dev, double *ref, size_t n) {
     float *f = host_f(c, n);
+    round_to_float(ref, n);
     for (size_t i = 0; i < n; i++) f[i] = (float)ref[i];
-    ref_widen(f, ref, n);
     kdn_upload(dev, f, n * sizeof(float));
+}
+
+/* The decay mask of a reference chunk from its (rounded) gamma. */
+static void decay_from_gamma(RefChunk *r, int n) {
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) r->decay[i * n + j] = j <= i ? exp(r->gamma[i] - r->gamma[j]) : 0.0;
 }
 
 /* Runs the state step; leaves the kernel's outputs in w->o and St, the
@@ -36,8 +49,7 @@ static int state_case(const Test *t, Ctx *c, ChunkWork *w, float **St, double **
     round_trip(c, w->gamma, r.gamma, n);
     round_trip(c, w->U, r.U, (size_t)n * dv);
     round_trip(c, w->W, r.W, (size_t)n * dk);
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) r.decay[i * n + j] = j <= i ? exp(r.gamma[i] - r.gamma[j]) : 0.0;
+    decay_from_gamma(&r, n);
     *St = dev_in(c, "state", d.state, d.n_state);
     *O = host_d(c, (size_t)n * dv);
     *St1 = host_d(c, d.n_state);
@@ -67,9 +79,92 @@ static void t_output_with_state(const Test *t, Ctx *c) {
     if (state_case(t, c, &w, &St, &O, &St1, &n) == 0) expect_close(c, "o", w.o, O, n, w.D_v, t->tol);
 }
 
+/* Chunk c0 = shape.m of every head and sequence through the fused state
+ * kernel (c1 = c0 + 1) from random states, fed the reference's gamma, U and W
+ * rounded to float: the chunk's outputs and the state after it against
+ * ref_chunk_state. */
+static void t_state_chunk_fused(const Test *t, Ctx *c) {
+    Shape sh = dn_backend_shape(&t->shape);
+    DnData d;
+    DnDevice dd;
+    dn_generate(c, &sh, &d);
+    dn_upload(c, &d, &dd);
+    const KdnShape *s = &d.ks;
+    int nch = two_launch_chunks(s), C = s->chunk, c0 = t->shape.m, dk = s->D_k, dv = s->D_v;
+    size_t chunks = (size_t)nch * s->n_seqs * s->H_v, head = (size_t)dk * dv;
+    double *gamma = host_d(c, chunks * C), *U = host_d(c, chunks * C * dv), *W = host_d(c, chunks * C * dk);
+    double *o_ref = host_d(c, d.n_v), *s_ref = host_d(c, d.n_state), *s0 = dn_widen(c, d.state, d.n_state);
+    RefChunkWork rw = ref_chunk_work(c, s);
+    size_t row = (size_t)s->H_v * dv; /* o's stride between tokens */
+    double *O = host_d(c, (size_t)C * dv);
+    for (int seq = 0; seq < s->n_seqs; seq++)
+        for (int h = 0; h < s->H_v; h++) {
+            ref_chunk_of(&rw, &d, seq, h, c0);
+            int n = rw.n;
+            round_to_float(rw.r.gamma, n);
+            round_to_float(rw.r.U, (size_t)n * dv);
+            round_to_float(rw.r.W, (size_t)n * dk);
+            decay_from_gamma(&rw.r, n);
+            ref_chunk_place(&rw, s, ((size_t)seq * s->H_v + h) * nch + c0, gamma, NULL, U, W);
+            size_t st = ((size_t)seq * s->H_v + h) * head;
+            ref_chunk_state(n, dk, dv, rw.q, rw.k, &rw.r, s0 + st, O, s_ref + st);
+            for (int i = 0; i < n; i++)
+                memcpy(o_ref + ((size_t)seq * s->T + (size_t)c0 * C + i) * row + (size_t)h * dv, O + (size_t)i * dv,
+                       dv * sizeof(double));
+        }
+    ChunkQuantities *w = two_launch_prepare(c, s);
+    float *f = host_f(c, chunks * C * (dv > dk ? dv : dk));
+    float *dev[3] = {w->gamma, w->U, w->W};
+    double *ref[3] = {gamma, U, W};
+    size_t len[3] = {chunks * C, chunks * C * dv, chunks * C * dk};
+    for (int a = 0; a < 3; a++) {
+        for (size_t i = 0; i < len[a]; i++) f[i] = (float)ref[a][i];
+        kdn_upload(dev[a], f, len[a] * sizeof(float));
+    }
+    float *o = dev_out(c, "o", d.n_v);
+    kdn_state_chunks_fused(s, c0, c0 + 1, dd.q, dd.k, w->gamma, w->U, w->W, dd.state, o);
+    dn_describe(c, &sh);
+    if (dev_sync(c) != 0) return;
+    int n = s->T - c0 * C < C ? s->T - c0 * C : C;
+    for (int seq = 0; seq < s->n_seqs && !test_failed(c); seq++) {
+        size_t at = ((size_t)seq * s->T + (size_t)c0 * C) * row;
+        expect_close(c, "o (chunk c0)", o + at, o_ref + at, n * s->H_v, dv, t->tol);
+    }
+    expect_close(c, "state", dd.state, s_ref, s->n_seqs * s->H_v * dv, dk, t->tol);
+}
+
+/* The whole layer by deltanet_two_launch against the recurrence, each
+ * grouped-head mapping in turn. */
+static void t_state_chunks_all(const Test *t, Ctx *c) {
+    Shape sh = dn_backend_shape(&t->shape);
+    for (int map = HEAD_MAP_TILED; map <= HEAD_MAP_BLOCK && !test_failed(c); map++) {
+        sh.head_map = map;
+        DnData d;
+        DnDevice dd;
+        dn_generate(c, &sh, &d);
+        dn_upload(c, &d, &dd);
+        double *o_ref = host_d(c, d.n_v), *s_ref = host_d(c, d.n_state);
+        RefInputs in = dn_ref_inputs(&d);
+        ref_deltanet_recurrent(&d.rs, &in, o_ref, s_ref);
+        float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
+        deltanet_two_launch(two_launch_prepare(c, &d.ks), &d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
+        if (dev_sync(c) != 0) return;
+        expect_close(c, map ? "o (block map)" : "o (tiled map)", o, o_ref, sh.T * sh.n_seqs * sh.H_v, sh.D_v, t->tol);
+        expect_close(c, map ? "state (block map)" : "state (tiled map)", s_out, s_ref, sh.n_seqs * sh.H_v * sh.D_v,
+                     sh.D_k, t->tol);
+    }
+    sh.head_map = HEAD_MAP_BOTH;
+    dn_describe(c, &sh);
+}
+
 static const Test tests[] = {
     {7, "state_update", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_state_update},
     {7, "output_with_state", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_output_with_state},
+    {7, "state_chunk_fused", "fused", TOL_CHUNK,
+     {.m = 1, .T = 150, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 72, .chunk = 64, .state = 1},
+     t_state_chunk_fused},
+    {7, "state_chunks_fused_all", "fused", TOL_CHUNK,
+     {.T = 150, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 128, .chunk = 64, .state = 1}, t_state_chunks_all},
 };
 
 const TestList phase7_tests = {tests, sizeof tests / sizeof tests[0]};
