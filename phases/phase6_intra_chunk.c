@@ -131,6 +131,73 @@ static void t_intra_fused_maps(const Test *t, Ctx *c) {
 
 static void t_intra_fused(const Test *t, Ctx *c) { check_intra_fused(t, c, &t->shape); }
 
+/* Gathers chunk ch of (seq, h) from the device tensors into the unfused
+ * pipeline's contiguous scratch, as its run_chunk does. Returns n. */
+static int gather_chunk(ChunkWork *w, const DnData *d, const DnDevice *dd, int seq, int h, int ch) {
+    const KdnShape *s = &d->ks;
+    int t0 = ch * s->chunk, n = s->T - t0 < s->chunk ? s->T - t0 : s->chunk;
+    long tok = (long)seq * s->T + t0, kq = (tok * s->H_k + ref_key_head(&d->rs, h)) * s->D_k;
+    long v_off = (tok * s->H_v + h) * s->D_v;
+    kdn_gather_rows(dd->k + kq, w->k, n, s->D_k, (long)s->H_k * s->D_k);
+    kdn_gather_rows(dd->v + v_off, w->v, n, s->D_v, (long)s->H_v * s->D_v);
+    kdn_gather_rows(dd->g + tok * s->H_v + h, w->g, n, 1, s->H_v);
+    kdn_gather_rows(dd->beta + tok * s->H_v + h, w->beta, n, 1, s->H_v);
+    return n;
+}
+
+/* The unfused pipeline's gamma, Tinv, U and W of the chunk just run, widened
+ * into rw (whose n becomes the chunk's) for ref_chunk_place. */
+static void take_unfused(Ctx *c, const ChunkWork *w, int n, float *buf, RefChunkWork *rw) {
+    const float *dev[4] = {w->gamma, w->Tinv, w->U, w->W};
+    double *dst[4] = {rw->r.gamma, rw->r.Tinv, rw->r.U, rw->r.W};
+    size_t len[4] = {(size_t)n, (size_t)n * n, (size_t)n * w->D_v, (size_t)n * w->D_k};
+    for (int a = 0; a < 4; a++) {
+        download(c, buf, dev[a], len[a]);
+        ref_widen(buf, dst[a], len[a]);
+    }
+    rw->n = n;
+}
+
+/* The fused intra-chunk kernel against the unfused phase-6 steps
+ * (step_attn_pre, step_solve, step_wy) run chunk by chunk on the same device
+ * inputs: two float computations of the same quantities. */
+static void t_intra_fused_vs_unfused(const Test *t, Ctx *c) {
+    Shape sh = dn_backend_shape(&t->shape);
+    DnData d;
+    DnDevice dd;
+    dn_generate(c, &sh, &d);
+    dn_upload(c, &d, &dd);
+    const KdnShape *s = &d.ks;
+    int nch = two_launch_chunks(s), C = s->chunk;
+    size_t chunks = (size_t)nch * s->n_seqs * s->H_v;
+    ChunkQuantities *fw = two_launch_prepare(c, s);
+    kdn_intra_chunk_fused(s, dd.k, dd.v, dd.g, dd.beta, fw->gamma, fw->Tinv, fw->U, fw->W);
+    double *gamma = host_d(c, chunks * C), *Tinv = host_d(c, chunks * C * C);
+    double *U = host_d(c, chunks * C * s->D_v), *W = host_d(c, chunks * C * s->D_k);
+    ChunkWork w;
+    chunk_work_alloc(c, &w, C, s->D_k, s->D_v);
+    RefChunkWork uw = ref_chunk_work(c, s);
+    int widest = C > s->D_v ? C : s->D_v;
+    float *buf = host_f(c, (size_t)C * (widest > s->D_k ? widest : s->D_k));
+    for (int seq = 0; seq < s->n_seqs; seq++)
+        for (int h = 0; h < s->H_v; h++)
+            for (int ch = 0; ch < nch; ch++) {
+                int n = gather_chunk(&w, &d, &dd, seq, h, ch);
+                step_attn_pre(&w, n);
+                step_solve(&w, n);
+                step_wy(&w, n);
+                if (dev_sync(c) != 0) return;
+                take_unfused(c, &w, n, buf, &uw);
+                ref_chunk_place(&uw, s, ((size_t)seq * s->H_v + h) * nch + ch, gamma, Tinv, U, W);
+            }
+    dn_describe(c, &sh);
+    int rows = (int)(chunks * C);
+    expect_close(c, "gamma", fw->gamma, gamma, (int)chunks, C, t->tol);
+    expect_close(c, "Tinv", fw->Tinv, Tinv, rows, C, t->tol);
+    expect_close(c, "U", fw->U, U, rows, s->D_v, t->tol);
+    expect_close(c, "W", fw->W, W, rows, s->D_k, t->tol);
+}
+
 static const Test tests[] = {
     {6, "attn_pre_computation", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_attn_pre},
     {6, "solve_causal_identity", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_solve_causal_identity},
@@ -141,6 +208,9 @@ static const Test tests[] = {
     {6, "intra_chunk_fused_c32_strong", "fused", TOL_CHUNK,
      {.T = 80, .n_seqs = 1, .H_k = 1, .H_v = 2, .D_k = 64, .D_v = 64, .chunk = 32, .decay = DECAY_STRONG},
      t_intra_fused},
+    {6, "intra_chunk_fused_vs_unfused", "fused", TOL_CHUNK,
+     {.T = 100, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 80, .chunk = 64, .head_map = HEAD_MAP_BLOCK},
+     t_intra_fused_vs_unfused},
 };
 
 const TestList phase6_tests = {tests, sizeof tests / sizeof tests[0]};

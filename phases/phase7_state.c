@@ -133,7 +133,7 @@ static void t_state_chunk_fused(const Test *t, Ctx *c) {
     expect_close(c, "state", dd.state, s_ref, s->n_seqs * s->H_v * dv, dk, t->tol);
 }
 
-/* The whole layer by deltanet_two_launch against the recurrence, each
+/* The whole layer by deltanet_two_launch against the reference chunked form, each
  * grouped-head mapping in turn. */
 static void t_state_chunks_all(const Test *t, Ctx *c) {
     Shape sh = dn_backend_shape(&t->shape);
@@ -145,7 +145,7 @@ static void t_state_chunks_all(const Test *t, Ctx *c) {
         dn_upload(c, &d, &dd);
         double *o_ref = host_d(c, d.n_v), *s_ref = host_d(c, d.n_state);
         RefInputs in = dn_ref_inputs(&d);
-        ref_deltanet_recurrent(&d.rs, &in, o_ref, s_ref);
+        ref_deltanet_chunked(&d.rs, &in, o_ref, s_ref);
         float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
         deltanet_two_launch(two_launch_prepare(c, &d.ks), &d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
         if (dev_sync(c) != 0) return;
