@@ -156,13 +156,16 @@ __device__ void intra_attn(IntraLds<C> &L, int D_k) {
 // lanes of a group, lane r holding rows m * kIntraGroup + r in d[m]. Blocks
 // before col's are zero and skipped; columns past n are zero (no token).
 // Rows past n have A = 0 and a zero right-hand side, so they come out 0.
+// `run` is the same for every group of a wave (see intra_solve), so the
+// butterfly's shuffles are reached by whole waves; a column past n that runs
+// beside a column below n computes garbage that the store below drops.
 template <int C>
-__device__ void solve_column(IntraLds<C> &L, int col, int n, int r) {
+__device__ void solve_column(IntraLds<C> &L, int col, int n, int r, bool run) {
     const int R = C / kIntraGroup, NB = kSolveBlock;
     float d[R];
     KDN_UNROLL
     for (int m = 0; m < R; m++) d[m] = 0.0f;
-    if (col < n) {
+    if (run) {
         for (int i0 = col / NB * NB; i0 < n; i0 += NB) {
             float x[NB]; // lane 0 brings the right-hand side into the butterfly's sums
             KDN_UNROLL
@@ -200,14 +203,19 @@ __device__ void solve_column(IntraLds<C> &L, int col, int n, int r) {
     KDN_UNROLL
     for (int m = 0; m < R; m++) {
         const int i = m * kIntraGroup + r;
-        if (i >= col) L.at[i][col] = d[m];
+        if (i >= col) L.at[i][col] = col < n ? d[m] : 0.0f;
     }
 }
 
 template <int C>
 __device__ void intra_solve(IntraLds<C> &L, int n) {
     const int q = (int)threadIdx.x / kIntraGroup, r = (int)threadIdx.x % kIntraGroup;
-    for (int col = q; col < C; col += kIntraGroups) solve_column<C>(L, col, n, r);
+    // The groups of one wave take consecutive columns inside one block of
+    // kSolveBlock, so they share the loop bounds; they run if the wave's
+    // first column is below n.
+    static_assert(kSolveBlock % (KDN_WAVE / kIntraGroup) == 0, "a wave's columns must share a block");
+    for (int col = q; col < C; col += kIntraGroups)
+        solve_column<C>(L, col, n, r, col - q % (KDN_WAVE / kIntraGroup) < n);
 }
 
 // Phase e: out (C x width, row-major) = Tinv X, X's row j = src_j * factor_j

@@ -43,6 +43,7 @@ static void fused_run(void *w, const KdnShape *s, const float *q, const float *k
 static const Layer UNFUSED = {"unfused", unfused_prepare, unfused_run};
 static const Layer RECURRENT = {"recurrent", NULL, recurrent_run};
 static const Layer FUSED = {"fused", NULL, fused_run};
+static const Layer TWO_LAUNCH = {"two_launch", two_launch_prepare, deltanet_two_launch};
 
 typedef struct {
     const Layer *layer;
@@ -101,6 +102,7 @@ static void t_unfused_single(const Test *t, Ctx *c) { check_layer(t, c, &t->shap
 static void t_unfused_full(const Test *t, Ctx *c) { check_both_maps(t, c, &UNFUSED); }
 static void t_recurrent(const Test *t, Ctx *c) { check_both_maps(t, c, &RECURRENT); }
 static void t_fused(const Test *t, Ctx *c) { check_both_maps(t, c, &FUSED); }
+static void t_two_launch(const Test *t, Ctx *c) { check_both_maps(t, c, &TWO_LAUNCH); }
 
 /* Two implementations on identical inputs, compared with each other: the
  * second one's outputs are the reference (each is checked against the
@@ -126,6 +128,7 @@ static void agree(const Test *t, Ctx *c, const Layer *first, const Layer *second
 
 static void t_fused_vs_unfused(const Test *t, Ctx *c) { agree(t, c, &FUSED, &UNFUSED); }
 static void t_recurrent_vs_fused(const Test *t, Ctx *c) { agree(t, c, &RECURRENT, &FUSED); }
+static void t_two_launch_vs_fused(const Test *t, Ctx *c) { agree(t, c, &TWO_LAUNCH, &FUSED); }
 
 /* Tokens t0 .. t0+n-1 of every sequence of a [width, T, n_seqs] tensor. */
 static float *slice_tokens(Ctx *c, const float *x, size_t width, int T, int n_seqs, int t0, int n) {
@@ -275,7 +278,7 @@ static void t_compare(const Test *t, Ctx *c) {
     DnDevice dd;
     dn_generate(c, &sh, &d);
     dn_upload(c, &d, &dd);
-    static const Layer *const impls[] = {&UNFUSED, &RECURRENT, &FUSED};
+    static const Layer *const impls[] = {&UNFUSED, &RECURRENT, &TWO_LAUNCH, &FUSED};
     enum { N_IMPL = sizeof impls / sizeof impls[0] };
     float *o[N_IMPL], *st[N_IMPL];
     for (int i = 0; i < N_IMPL && !test_failed(c); i++) {
@@ -335,6 +338,12 @@ static const Test tests[] = {
     {8, "prefill_then_decode", "fused", TOL_CHUNK, {QWEN(100, 2), .m = 4, .state = 1}, t_prefill_then_decode},
     {8, "fused_refuses", "fused", TOL_EXACT, {.T = 10, .n_seqs = 1, .H_k = 1, .H_v = 2, .D_v = 16, .state = 1},
      t_fused_refuses},
+    /* the two-launch form: chunk-parallel intra-chunk kernel, then the state pass */
+    {8, "two_launch_ragged", "fused", TOL_CHUNK, {QWEN(200, 2), .state = 1}, t_two_launch},
+    {8, "two_launch_T1", "fused", TOL_CHUNK, {QWEN(1, 2), .state = 1}, t_two_launch},
+    {8, "two_launch_gqa3_c32", "fused", TOL_CHUNK, {HEADS(100, 2, 2, 6, 32), .state = 1}, t_two_launch},
+    {8, "two_launch_strong_decay", "fused", TOL_CHUNK, {QWEN(130, 1), .decay = DECAY_STRONG, .state = 1}, t_two_launch},
+    {8, "two_launch_vs_fused", "fused", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_two_launch_vs_fused},
     /* the comparison view: every variant on Qwen3-Next shapes */
     {8, "compare_T1_B1", "all", TOL_CHUNK, {QWEN(1, 1), .state = 1}, t_compare},
     {8, "compare_T1_B4", "all", TOL_CHUNK, {QWEN(1, 4), .state = 1}, t_compare},
