@@ -204,12 +204,12 @@ static const Test tests[] = {
     {6, "intra_chunk_small", "unfused", TOL_CHUNK, {.chunk = 16, .D_k = 16, .D_v = 16}, t_intra_chunk},
     {6, "intra_chunk", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_intra_chunk},
     {6, "intra_chunk_fused", "fused", TOL_CHUNK,
-     {.T = 100, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 80, .chunk = 64}, t_intra_fused_maps},
+     {.T = 101, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 80, .chunk = 64}, t_intra_fused_maps},
     {6, "intra_chunk_fused_c32_strong", "fused", TOL_CHUNK,
      {.T = 80, .n_seqs = 1, .H_k = 1, .H_v = 2, .D_k = 64, .D_v = 64, .chunk = 32, .decay = DECAY_STRONG},
      t_intra_fused},
     {6, "intra_chunk_fused_vs_unfused", "fused", TOL_CHUNK,
-     {.T = 100, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 80, .chunk = 64, .head_map = HEAD_MAP_BLOCK},
+     {.T = 71, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 80, .chunk = 64, .head_map = HEAD_MAP_BLOCK},
      t_intra_fused_vs_unfused},
 };
 
