@@ -1,11 +1,13 @@
 #!/bin/sh
 # The command line's contract: exit statuses, messages, determinism.
-#   tests/cli.sh BINARY [GPU_BINARY_WITHOUT_DEVICE]
-# Exit status 1 of a failing test is proven by build/cpu/test_harness, which
-# runs the runner on a test made to fail (no such backdoor in the binary).
+#   tests/cli.sh BINARY FAILING_BINARY [GPU_BINARY]
+# FAILING_BINARY (build/cpu/test_failing, tests/tests.mk) is BINARY's objects
+# and main with phase 1 replaced by tests/failing_phase.c, one test of which
+# fails: it proves exit status 1 with no way to fail on purpose in BINARY.
 set -u
 bin=$1
-gpu_bin=${2:-}
+failing_bin=$2
+gpu_bin=${3:-}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 checks=0
@@ -19,6 +21,10 @@ expect() {
     got=$?
     [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want"
     cat "$tmp/out" "$tmp/err" | grep -q -- "$pattern" || fail "'$*' did not print '$pattern'"
+    # a usage error says why on stderr and prints nothing on stdout
+    if [ "$want" = 2 ]; then
+        grep -q -- "$pattern" "$tmp/err" && [ ! -s "$tmp/out" ] || fail "'$*': usage error not on stderr alone"
+    fi
     checks=$((checks + 1))
 }
 
@@ -32,7 +38,6 @@ expect 2 "did you mean: solve_tri" --test solve_trix
 expect 2 "needs a value" --seed
 expect 2 "invalid seed" --seed -3
 expect 2 "unexpected argument" stray
-[ -s "$tmp/err" ] && [ ! -s "$tmp/out" ] || fail "usage errors must go to stderr only"
 
 # help and list
 expect 0 "usage: test_deltanet" --help
@@ -58,6 +63,16 @@ expect 2 "value out of range" --set T=0
 expect 2 "value out of range" --set chunk=48
 expect 2 "unknown key" --set foo=1
 
+# a failing test: its [FAIL] line, the count, status 1; the others still run
+"$failing_bin" --phase 1 >"$tmp/out" 2>"$tmp/err"
+rc=$?
+[ "$rc" = 1 ] || fail "a failing test: exit status $rc, expected 1"
+grep -q "^\[FAIL\] phase 1 *neg_wrong_reference" "$tmp/out" || fail "no [FAIL] line for neg_wrong_reference"
+grep -q "^\[PASS\] phase 1 *neg_right" "$tmp/out" || fail "no [PASS] line for neg_right"
+[ "$(tail -n 1 "$tmp/out")" = "1 passed, 1 failed" ] || fail "summary of the failing run: $(tail -n 1 "$tmp/out")"
+"$failing_bin" --test neg_right >/dev/null 2>&1 || fail "the failing binary's passing test alone did not exit 0"
+checks=$((checks + 2))
+
 # same seed, same bytes; another seed, other inputs, still passing
 "$bin" --phase 1-3 --seed 7 >"$tmp/a" 2>&1 || fail "--seed 7 run failed"
 "$bin" --phase 1-3 --seed 7 >"$tmp/b" 2>&1 || fail "--seed 7 rerun failed"
@@ -66,13 +81,16 @@ cmp -s "$tmp/a" "$tmp/b" || fail "two runs with --seed 7 differ"
 cmp -s "$tmp/a" "$tmp/c" && fail "--seed 8 gave the same output as --seed 7"
 checks=$((checks + 3))
 
-# a GPU build: without its GPU, status 77 and the backend named; with it, phase 1 passes
+# a GPU build (build/BACKEND/test_deltanet): without its GPU, status 77 and
+# the backend named on stderr; with it, phase 1 passes
 if [ -n "$gpu_bin" ] && [ -x "$gpu_bin" ]; then
+    backend=$(basename "$(dirname "$gpu_bin")")
     "$gpu_bin" --phase 1 >"$tmp/out" 2>"$tmp/err"
     rc=$?
     case $rc in
     0) ;;
-    77) grep -q "no device for the" "$tmp/err" || fail "status 77 without the 'no device' message" ;;
+    77) grep -q "no device for the $backend backend" "$tmp/err" ||
+            fail "status 77 without 'no device for the $backend backend' on stderr" ;;
     *) fail "$gpu_bin --phase 1 exited $rc (expected 0 with a GPU, 77 without)" ;;
     esac
     checks=$((checks + 1))

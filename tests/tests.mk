@@ -13,6 +13,16 @@ UNIT_OBJ := $(filter-out $(BUILD)/harness/main.o,$(HOST_OBJ)) $(KERNEL_OBJ)
 $(BUILD)/test_harness: $(BUILD)/tests/test_harness.o $(BUILD)/tests/executor_kernels.o $(UNIT_OBJ)
 	@echo "  LINK  $@"
 	@$(LINK) $^ -o $@ $(LDLIBS)
+$(BUILD)/tests/test_harness.o: tests/executor_kernels.h
+$(BUILD)/tests/executor_kernels.o: tests/executor_kernels.h
+
+# The product's objects and main with phase 1 replaced by a table whose
+# second test fails: tests/cli.sh proves exit status 1 with it.
+FAILING_OBJ := $(filter-out $(BUILD)/phases/phase1_elementwise.o,$(HOST_OBJ)) $(KERNEL_OBJ)
+
+$(BUILD)/test_failing: $(BUILD)/tests/failing_phase.o $(FAILING_OBJ)
+	@echo "  LINK  $@"
+	@$(LINK) $^ -o $@ $(LDLIBS)
 
 include tests/reference.mk
 include tests/report.mk
@@ -31,11 +41,11 @@ test-gfx906:
 	else echo "hipcc not found: gfx906 build skipped"; fi
 
 test:
-	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_harness
+	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_harness build/cpu/test_failing
 	@build/cpu/test_harness
 	@$(MAKE) --no-print-directory test-asan
 	@$(MAKE) --no-print-directory test-gfx906
-	@sh tests/cli.sh build/cpu/test_deltanet $$([ -x build/hip/test_deltanet ] && echo build/hip/test_deltanet)
+	@sh tests/cli.sh build/cpu/test_deltanet build/cpu/test_failing $$([ -x build/hip/test_deltanet ] && echo build/hip/test_deltanet)
 	@$(MAKE) --no-print-directory BACKEND=cpu test-reference
 	@$(MAKE) --no-print-directory BACKEND=cpu test-report
 	@build/cpu/test_deltanet --log build/cpu/ladder.tsv > build/cpu/ladder.out 2> build/cpu/ladder.err; rc=$$?; \
