@@ -23,7 +23,10 @@
 //        columns q, q + 8, ...; lane r holds rows r, r + 32 of the column in
 //        registers. Forward substitution in blocks of 8 rows: one partial
 //        dot product per lane and row, one 5-step xor butterfly per block,
-//        then each lane solves the block's 8 x 8 triangle itself. The column
+//        then each lane solves the block's 8 x 8 triangle itself. The groups
+//        of one wave take neighbouring columns of one 8-row block, so they
+//        share the loop bounds and whole waves reach the shuffles (a column
+//        past n beside one below n is computed and dropped). The column
 //        goes into the lower triangle (with the diagonal) of the same array:
 //        the solve reads only the strict upper triangle, so no lane reads an
 //        entry another lane writes in this interval.
@@ -56,7 +59,10 @@
 //   LDS (C = 64, D_k <= 128): keys 33 KB + P 64 x 65 (16.6 KB) + slab
 //   128 x 17 (8.7 KB) + D 64 x 16 (4 KB) + three per-token vectors: 63232 B.
 //
-// Both use dynamic LDS (CUDA caps static shared memory at 48 KB). C = 32
+// Both use dynamic LDS (CUDA caps static shared memory at 48 KB, and both
+// kernels exceed it at C = 64), so tools/gfx906_resources.sh shows static LDS
+// 0; the launchers static_assert sizeof(IntraLds<C>), sizeof(StateLds<C>)
+// <= 64 KB (50688 and 63232 B at C = 64; 21248 and 31872 B at C = 32). C = 32
 // needs about half; C = 128 or D_k > 128 do not fit and are refused. Only
 // exponentials of non-positive numbers appear (gamma_i, gamma_i - gamma_j for
 // j <= i, gamma_last - gamma_j).
