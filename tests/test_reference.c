@@ -10,9 +10,11 @@
 #include <stdlib.h>
 
 static int checks, failures;
+static double largest; /* error of any check, for the closing line */
 
 static void check(int ok, const char *what, const char *shape, double err) {
     checks++;
+    if (!(err <= largest)) largest = err;
     if (!ok) {
         failures++;
         printf("test_reference: FAIL %s (%s): error %.3e\n", what, shape, err);
@@ -86,12 +88,25 @@ static void chunked_equals_recurrent(RefShape s, int decay) {
     free_inputs(&in);
 }
 
-/* (I - A) Tinv = I for the Tinv of a realistic chunk. */
-static void solve_is_inverse(int n, int dk, int dv) {
+/* Largest |(X Y)_ij - I_ij| over n x n row-major X, Y. */
+static double distance_from_identity(const double *X, const double *Y, int n) {
+    double worst = 0.0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double acc = 0.0;
+            for (int p = 0; p < n; p++) acc += X[i * n + p] * Y[p * n + j];
+            double d = fabs(acc - (i == j));
+            if (!(d <= worst)) worst = d;
+        }
+    return worst;
+}
+
+/* Tinv is the inverse of I - A on both sides, for the Tinv of a realistic chunk. */
+static void solve_is_inverse(int n, int dk, int dv, int decay) {
     RefShape s = {n, 1, 1, 1, dk, dv, n, 0};
-    Inputs in = make_inputs(&s, DECAY_MILD);
+    Inputs in = make_inputs(&s, decay);
     double *k = malloc(sizeof(double) * n * dk), *v = malloc(sizeof(double) * n * dv), *g = malloc(sizeof(double) * n),
-           *b = malloc(sizeof(double) * n);
+           *b = malloc(sizeof(double) * n), *IA = malloc(sizeof(double) * n * n);
     ref_widen(in.k, k, (size_t)n * dk);
     ref_widen(in.v, v, (size_t)n * dv);
     ref_widen(in.g, g, n);
@@ -99,74 +114,93 @@ static void solve_is_inverse(int n, int dk, int dv) {
     RefChunk ch = {malloc(sizeof(double) * n), malloc(sizeof(double) * n * n), malloc(sizeof(double) * n * n),
                    malloc(sizeof(double) * n * n), malloc(sizeof(double) * n * dv), malloc(sizeof(double) * n * dk)};
     ref_chunk_intra(n, dk, dv, k, v, g, b, &ch);
-    double worst = 0.0;
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j < n; j++) {
-            double acc = ch.Tinv[i * n + j]; /* (I - A) Tinv = Tinv - A Tinv */
-            for (int p = 0; p < n; p++) acc -= ch.A[i * n + p] * ch.Tinv[p * n + j];
-            double d = fabs(acc - (i == j));
-            if (!(d <= worst)) worst = d;
-        }
+    for (int i = 0; i < n * n; i++) IA[i] = (i / n == i % n) - ch.A[i];
     char shape[64];
-    snprintf(shape, sizeof shape, "C=%d Dk=%d", n, dk);
-    check(worst <= 1e-13, "(I - A) Tinv == I", shape, worst);
-    free(k), free(v), free(g), free(b);
+    snprintf(shape, sizeof shape, "C=%d Dk=%d decay=%d", n, dk, decay);
+    double left = distance_from_identity(IA, ch.Tinv, n), right = distance_from_identity(ch.Tinv, IA, n);
+    check(left <= 1e-13, "(I - A) Tinv == I", shape, left);
+    check(right <= 1e-13, "Tinv (I - A) == I", shape, right);
+    free(k), free(v), free(g), free(b), free(IA);
     free(ch.gamma), free(ch.decay), free(ch.A), free(ch.Tinv), free(ch.U), free(ch.W);
     free_inputs(&in);
 }
 
-/* One token, one head, written out from docs/algorithm.md:
- * S1 = a S0 + k d^T with d = beta (v - a S0^T k), o = S1^T q. */
-static void one_token_closed_form(int dk, int dv) {
-    RefShape s = {1, 1, 1, 1, dk, dv, 64, 0};
+/* One token per sequence, every head, written out from docs/algorithm.md:
+ *   S1 = a S0 + k d^T with d = beta (v - a S0^T k), o = S1^T q, a = exp(g),
+ * with the ggml layout and the head maps indexed here, not by the reference. */
+static void one_token_closed_form(RefShape s) {
+    int dk = s.D_k, dv = s.D_v, group = s.H_v / s.H_k;
     Inputs in = make_inputs(&s, DECAY_MILD);
     RefInputs ri = {in.q, in.k, in.v, in.g, in.beta, in.state};
-    double *o = malloc(sizeof(double) * dv), *st = malloc(sizeof(double) * dk * dv);
+    size_t no = (size_t)s.n_seqs * s.H_v * dv, ns = no * dk;
+    double *o = malloc(sizeof(double) * no), *st = malloc(sizeof(double) * ns), worst = 0.0;
     ref_deltanet_recurrent(&s, &ri, o, st);
-    double a = exp((double)in.g[0]), worst = 0.0;
-    for (int b = 0; b < dv; b++) {
-        /* column b of S is row b of the ggml state */
-        double s0k = 0.0;
-        for (int i = 0; i < dk; i++) s0k += (double)in.state[b * dk + i] * in.k[i];
-        double d = in.beta[0] * (in.v[b] - a * s0k), out = 0.0;
-        for (int i = 0; i < dk; i++) {
-            double s1 = a * in.state[b * dk + i] + (double)in.k[i] * d;
-            out += s1 * in.q[i];
-            double e = fabs(s1 - st[b * dk + i]);
-            if (!(e <= worst)) worst = e;
+    for (int seq = 0; seq < s.n_seqs; seq++)
+        for (int h = 0; h < s.H_v; h++) {
+            int hk = s.head_map == REF_HEAD_MAP_BLOCK ? h / group : h % s.H_k;
+            size_t vh = (size_t)seq * s.H_v + h;
+            const float *q = in.q + ((size_t)seq * s.H_k + hk) * dk, *k = in.k + ((size_t)seq * s.H_k + hk) * dk;
+            const float *v = in.v + vh * dv, *S0 = in.state + vh * dv * dk;
+            double a = exp((double)in.g[vh]);
+            for (int b = 0; b < dv; b++) {
+                /* column b of S is row b of the ggml state */
+                double s0k = 0.0, out = 0.0;
+                for (int i = 0; i < dk; i++) s0k += (double)S0[b * dk + i] * k[i];
+                double d = in.beta[vh] * (v[b] - a * s0k);
+                for (int i = 0; i < dk; i++) {
+                    double s1 = a * S0[b * dk + i] + (double)k[i] * d;
+                    out += s1 * q[i];
+                    double e = fabs(s1 - st[vh * dv * dk + (size_t)b * dk + i]);
+                    if (!(e <= worst)) worst = e;
+                }
+                double e = fabs(out - o[vh * dv + b]);
+                if (!(e <= worst)) worst = e;
+            }
         }
-        double e = fabs(out - o[b]);
-        if (!(e <= worst)) worst = e;
-    }
-    check(worst <= 1e-14, "one token == closed form", "T=1", worst);
+    char shape[96];
+    snprintf(shape, sizeof shape, "T=1 B=%d Hk=%d Hv=%d Dk=%d Dv=%d map=%d", s.n_seqs, s.H_k, s.H_v, dk, dv,
+             s.head_map);
+    check(worst <= 1e-14, "one token == closed form", shape, worst);
     free(o), free(st);
     free_inputs(&in);
 }
 
 int main(void) {
-    static const int Ts[] = {1, 15, 16, 17, 63, 64, 65, 150};
+    /* T around the chunk size (one token, one short of a chunk, a chunk, one
+     * over) and ragged multi-chunk lengths, for each chunk size */
     static const int Cs[] = {16, 32, 64};
-    for (size_t ci = 0; ci < sizeof Cs / sizeof Cs[0]; ci++)
+    for (size_t ci = 0; ci < sizeof Cs / sizeof Cs[0]; ci++) {
+        int C = Cs[ci], Ts[] = {1, C - 1, C, C + 1, 2 * C + 5, 3 * C - 1};
         for (size_t ti = 0; ti < sizeof Ts / sizeof Ts[0]; ti++) {
-            RefShape s = {Ts[ti], 2, 2, 4, 16, 12, Cs[ci], REF_HEAD_MAP_TILED};
+            RefShape s = {Ts[ti], 2, 2, 4, 16, 12, C, REF_HEAD_MAP_TILED};
             chunked_equals_recurrent(s, DECAY_MILD);
         }
-    for (int ratio = 1; ratio <= 4; ratio++)
-        for (int map = REF_HEAD_MAP_TILED; map <= REF_HEAD_MAP_BLOCK; map++) {
-            RefShape s = {70, 2, 2, 2 * ratio, 16, 8, 32, map};
-            chunked_equals_recurrent(s, DECAY_MILD);
-        }
-    RefShape strong = {100, 1, 1, 2, 32, 16, 32, 0};
-    chunked_equals_recurrent(strong, DECAY_STRONG);
-    chunked_equals_recurrent(strong, DECAY_NONE);
-    solve_is_inverse(64, 128, 32);
-    solve_is_inverse(16, 16, 16);
-    one_token_closed_form(128, 128);
-    one_token_closed_form(7, 5);
+        /* strong decay (a = exp(-30) .. exp(-5)) and almost none, over several chunks */
+        RefShape many = {3 * C + 7, 1, 1, 2, 32, 16, C, REF_HEAD_MAP_BLOCK};
+        chunked_equals_recurrent(many, DECAY_STRONG);
+        chunked_equals_recurrent(many, DECAY_NONE);
+    }
+    /* H_v/H_k = 1..4 under both head maps, with H_k = 1 and 3 */
+    for (int hk = 1; hk <= 3; hk += 2)
+        for (int ratio = 1; ratio <= 4; ratio++)
+            for (int map = REF_HEAD_MAP_TILED; map <= REF_HEAD_MAP_BLOCK; map++) {
+                RefShape s = {70, 2, hk, hk * ratio, 16, 8, 32, map};
+                chunked_equals_recurrent(s, DECAY_MILD);
+            }
+    /* the model's head size */
+    RefShape big = {130, 1, 1, 2, 128, 128, 64, REF_HEAD_MAP_TILED};
+    chunked_equals_recurrent(big, DECAY_MILD);
+    solve_is_inverse(64, 128, 32, DECAY_MILD);
+    solve_is_inverse(64, 128, 32, DECAY_NONE);
+    solve_is_inverse(16, 16, 16, DECAY_STRONG);
+    one_token_closed_form((RefShape){1, 1, 1, 1, 128, 128, 64, REF_HEAD_MAP_TILED});
+    one_token_closed_form((RefShape){1, 1, 1, 1, 7, 5, 64, REF_HEAD_MAP_TILED});
+    for (int map = REF_HEAD_MAP_TILED; map <= REF_HEAD_MAP_BLOCK; map++)
+        one_token_closed_form((RefShape){1, 3, 2, 6, 16, 12, 64, map});
     if (failures) {
         printf("test_reference: %d of %d checks failed\n", failures, checks);
         return 1;
     }
-    printf("test_reference: %d checks passed\n", checks);
+    printf("test_reference: %d checks passed (largest error %.1e)\n", checks, largest);
     return 0;
 }
