@@ -190,40 +190,62 @@ static void test_runner(void) {
 }
 
 /* ---- the CPU SIMT executor ----------------------------------------------- */
-static bool wave_sum_works(void) {
-    float out[4] = {0};
-    exec_wave_sum(out, 128);
-    return kdn_sync() == NULL && out[0] == 64.0f * 63.0f / 2.0f && out[1] == out[0];
+/* Two correct launches: a wave reduction (128 threads, two waves) and an LDS
+ * reversal through a barrier over all 1024 threads, so every fiber runs. */
+static bool correct_launches_work(void) {
+    float sums[2] = {0}, x[1024], y[1024];
+    exec_wave_sum(sums, 128);
+    bool ok = kdn_sync() == NULL && sums[0] == 64.0f * 63.0f / 2.0f && sums[1] == sums[0];
+    for (int i = 0; i < 1024; i++) x[i] = (float)i, y[i] = -1.0f;
+    exec_lds_reverse(x, y, 1024);
+    ok &= kdn_sync() == NULL;
+    for (int i = 0; i < 1024; i++) ok &= y[i] == (float)(1023 - i);
+    return ok;
 }
 
-/* A broken launch: kdn_sync() reports an error containing `what`, and the
- * next correct launch runs normally (fibers are reused across launches). */
-static void fails_then_recovers(void (*launch)(float *), const char *what) {
+static bool mentions(const char *e, const char *kernel, const char *what) {
+    bool ok = e != NULL && strstr(e, kernel) != NULL && strstr(e, what) != NULL;
+    if (!ok) printf("test_harness: expected an error naming %s and '%s', got: %s\n", kernel, what, e ? e : "(none)");
+    return ok;
+}
+
+/* A broken launch: kdn_sync() reports an error naming the kernel and the
+ * fault, and the next correct launches run normally (fibers are reused
+ * across launches; those abandoned inside a kernel are made afresh). */
+static void fails_then_recovers(void (*launch)(float *), const char *kernel, const char *what) {
     static float out[1025];
     launch(out);
-    const char *e = kdn_sync();
-    CHECK(e != NULL && strstr(e, what) != NULL);
-    if (e && !strstr(e, what)) printf("test_harness: error was: %s\n", e);
-    CHECK(wave_sum_works());
+    CHECK(mentions(kdn_sync(), kernel, what));
+    CHECK(correct_launches_work());
 }
 
 static void test_executor(void) {
-    float out[1025], x[256];
+    float out[256];
     exec_wave_sum(out, 256);
     CHECK(kdn_sync() == NULL);
     bool ok = true;
     for (int w = 0; w < 256 / 64; w++) ok &= out[w] == 64.0f * 63.0f / 2.0f;
     CHECK(ok);
-    for (int i = 0; i < 256; i++) x[i] = (float)i;
-    exec_lds_reverse(x, out, 256);
-    ok = kdn_sync() == NULL;
-    for (int i = 0; i < 256; i++) ok &= out[i] == (float)(255 - i);
-    CHECK(ok);
+    CHECK(correct_launches_work());
 
-    fails_then_recovers(exec_divergent_barrier, "kernel_divergent_barrier");
-    fails_then_recovers(exec_partial_wave, "kernel_partial_wave");
-    fails_then_recovers(exec_too_many_threads, "1025");
-    fails_then_recovers(exec_too_much_lds, "64 KB");
+    fails_then_recovers(exec_divergent_barrier, "kernel_divergent_barrier", "__syncthreads() not reached");
+    fails_then_recovers(exec_partial_wave, "kernel_partial_wave", "not reached by all lanes");
+    fails_then_recovers(exec_too_many_threads, "kernel_wave_sum", "1025 threads");
+    fails_then_recovers(exec_too_much_lds, "kernel_read_unwritten_lds", "64 KB");
+
+    /* the first error stands until it is taken: a later good launch does not hide it */
+    exec_divergent_barrier(out);
+    exec_wave_sum(out, 64);
+    CHECK(mentions(kdn_sync(), "kernel_divergent_barrier", "__syncthreads()"));
+    CHECK(kdn_sync() == NULL);
+
+    /* through a test's context: dev_sync fails the test and names the kernel */
+    Ctx c;
+    ctx_begin(&c, &dummy, 1, false, 0);
+    exec_partial_wave(dev_out(&c, "y", 64));
+    CHECK(dev_sync(&c) != 0 && test_failed(&c) && strstr(c.msg, "kernel_partial_wave"));
+    ctx_end(&c);
+    CHECK(correct_launches_work());
 
     exec_read_unwritten_lds(out, 64);
     CHECK(kdn_sync() == NULL && isnan(out[0]) && isnan(out[63]));
