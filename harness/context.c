@@ -1,5 +1,6 @@
 /* A test's context: its memory, guarded device buffers and verdict. */
 #include "internal.h"
+#include "tensors.h"
 
 #include "../kernels/kdn.h"
 
@@ -16,6 +17,7 @@ static uint64_t hash_name(const char *s) {
 
 void ctx_begin(Ctx *c, const Test *t, uint64_t seed, bool verbose, int bench_reps) {
     memset(c, 0, sizeof *c);
+    c->test_name = t->name;
     c->rng_state = seed ^ hash_name(t->name);
     c->verbose = verbose;
     c->bench_reps = bench_reps;
@@ -101,7 +103,11 @@ static float *dev_alloc(Ctx *c, const char *name, const float *data, size_t n) {
     return base + GUARD_FLOATS;
 }
 
-float *dev_in(Ctx *c, const char *name, const float *host, size_t n) { return dev_alloc(c, name, host, n); }
+/* --dump: a test without structured inputs (dump_input) dumps each input buffer, 1-D. */
+float *dev_in(Ctx *c, const char *name, const float *host, size_t n) {
+    if (!c->inputs_dumped) dump_floats(c, name, host, 1, &n);
+    return dev_alloc(c, name, host, n);
+}
 float *dev_out(Ctx *c, const char *name, size_t n) { return dev_alloc(c, name, NULL, n); }
 
 static void check_guard(Ctx *c, const DevBuf *b, const float *dev, const char *where) {
@@ -139,7 +145,11 @@ static void report_element(Ctx *c, const char *what, size_t i, int cols, float g
 }
 
 int expect_close_host(Ctx *c, const char *what, const float *got, const double *ref, int rows, int cols, Tol tol) {
-    size_t n = (size_t)rows * (size_t)cols;
+    size_t n = (size_t)rows * (size_t)cols, shape[2] = {(size_t)rows, (size_t)cols};
+    char ref_name[96];
+    snprintf(ref_name, sizeof ref_name, "%s ref", what);
+    dump_floats(c, what, got, 2, shape);
+    dump_doubles(c, ref_name, ref, 2, shape);
     Comparison r = compare_arrays(got, ref, n, tol);
     if (!c->compared || r.max_diff > c->max_diff) c->max_diff = r.max_diff;
     c->compared = true;

@@ -45,7 +45,12 @@ typedef struct {
 
 #define MAX_BUFS 96
 #define MAX_HOST 128
+#define MAX_DUMPED 64
 struct Ctx {
+    const char *test_name; /* for --dump and --load file names (tensors.c) */
+    bool inputs_dumped;    /* a structured input was dumped: dev_in dumps no more */
+    int n_dumped;
+    char dumped[MAX_DUMPED][48]; /* names dumped so far, for the _2, _3 suffixes */
     uint64_t rng_state;
     bool verbose;
     int bench_reps; /* 0: not benchmarking */
@@ -79,6 +84,7 @@ typedef struct {
     const char *compare_old, *compare_new; /* --compare OLD NEW */
     double max_diff_growth;            /* --max-diff-growth (default 2) */
     double time_threshold_pct;         /* --time-threshold (default 10) */
+    const char *dump_dir, *load_dir;   /* --dump DIR, --load DIR */
     Shape set;                         /* --set KEY=VALUE overrides ... */
     unsigned set_fields;               /* ... of these fields (bit per SET_* key) */
 } Options;

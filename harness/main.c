@@ -1,6 +1,7 @@
 /* test_deltanet: the Delta-Net kernel ladder, checked against a
  * double-precision host reference. */
 #include "internal.h"
+#include "tensors.h"
 
 #include "../kernels/kdn.h"
 
@@ -19,6 +20,10 @@ static void usage(FILE *f) {
             "  --seed N         seed of the input generator (default %u)\n"
             "  --set KEY=VALUE  override the shape of the Delta-Net tests (phases 4-8): T, n_seqs, H_k, H_v,\n"
             "                   D_k (<= 128), D_v, chunk (32 or 64), head_map (tiled|block), seed; repeatable\n"
+            "  --dump DIR       write inputs, kernel outputs (float32) and references (float64) as\n"
+            "                   DIR/<test>__<tensor>.npy (shapes: docs/bench.md)\n"
+            "  --load DIR       phase-8 tests read q, k, v, g, beta, state from DIR/<test>__<name>.npy\n"
+            "                   or DIR/<name>.npy; the dimensions are the files'\n"
             "  --log FILE|DIR   write a tab-separated result log (a DIR gets a timestamped file)\n"
             "  --junit FILE     write a JUnit XML report\n"
             "  --compare OLD NEW  report regressions between two logs (runs no test):\n"
@@ -60,6 +65,10 @@ int main(int argc, char **argv) {
         printf("backend %s, target %s, devices %d\n", kdn_backend(), kdn_target(), kdn_device_count());
         if (kdn_init(err, sizeof err) == 0) printf("device 0: %s\n", kdn_device_name());
         return 0;
+    }
+    if (tensors_set_dirs(o.dump_dir, o.load_dir, err, sizeof err) != 0) {
+        fprintf(stderr, "test_deltanet: %s\n", err);
+        return 2;
     }
     if (kdn_init(err, sizeof err) != 0) {
         fprintf(stderr, "test_deltanet: no device for the %s backend (%s): %s\n", kdn_backend(), kdn_target(), err);

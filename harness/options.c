@@ -1,6 +1,7 @@
 /* Command-line options. */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
+#include "tensors.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -68,15 +69,27 @@ static int parse_set(const char *arg, Options *o, char *err, size_t size) {
 
 int apply_set(const Options *o, const Test *t, Test *out, char *err, size_t size) {
     *out = *t;
-    if (!o->set_fields || t->shape.chunk == 0) return 0;
+    if ((!o->set_fields && !o->load_dir) || t->shape.chunk == 0) return 0;
     for (int i = 0; i < N_SET_KEYS; i++)
         if (o->set_fields & (1u << i)) *shape_field(&out->shape, i) = *shape_field((Shape *)&o->set, i);
+    /* --load: the tensor dimensions are the files' */
+    if (o->load_dir && layer_shape_from_files(o->load_dir, t->name, &out->shape, err, size) != 0) return 2;
     if (out->shape.H_v % out->shape.H_k != 0) {
         snprintf(err, size, "--set: test %s would have H_v = %d, not a multiple of H_k = %d", t->name, out->shape.H_v,
                  out->shape.H_k);
         return 2;
     }
     return 0;
+}
+
+/* --load feeds the Delta-Net layer tests: phase 8 only. */
+static int restrict_to_phase8(Options *o, char *err, size_t size) {
+    for (int p = 1; p < MAX_PHASE; p++)
+        if (o->phase_selected[p]) return fail_usage(err, size, "--load runs phase-8 tests only (%s)", "--phase 8");
+    o->any_phase = o->phase_selected[8] = true;
+    for (int i = 0; i < registry_count(); i++)
+        if (test_selected(o, registry_get(i))) return 0;
+    return fail_usage(err, size, "--load: no phase-8 test selected (%s)", "--test NAME");
 }
 
 static bool parse_positive(const char *s, double *out) {
@@ -125,7 +138,8 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
         {"reps", required_argument, 0, 'r'},  {"log", required_argument, 0, 'L'},
         {"junit", required_argument, 0, 'J'}, {"compare", required_argument, 0, 'C'},
         {"max-diff-growth", required_argument, 0, 'G'}, {"time-threshold", required_argument, 0, 'T'},
-        {"set", required_argument, 0, 'S'},
+        {"set", required_argument, 0, 'S'},   {"dump", required_argument, 0, 'D'},
+        {"load", required_argument, 0, 'O'},
         {0, 0, 0, 0},
     };
     memset(o, 0, sizeof *o);
@@ -162,6 +176,8 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
         case 'S': rc = parse_set(optarg, o, err, size); break;
         case 'L': o->log_path = optarg; break;
         case 'J': o->junit_path = optarg; break;
+        case 'D': o->dump_dir = optarg; break;
+        case 'O': o->load_dir = optarg; break;
         case 'C': o->compare_old = optarg; break;
         case 'G':
             if (!parse_positive(optarg, &o->max_diff_growth) || o->max_diff_growth < 1.0)
@@ -183,6 +199,7 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
     }
     if (optind < argc) return fail_usage(err, size, "unexpected argument '%s' (--help lists the options)", argv[optind]);
     o->bench_reps = bench ? reps : 0;
+    if (o->load_dir && restrict_to_phase8(o, err, size)) return 2;
     /* an impossible shape is a usage error before anything runs */
     for (int i = 0; i < registry_count(); i++) {
         Test t;

@@ -1,9 +1,11 @@
 /* Realistic Delta-Net inputs (see deltanet_data.h). */
 #include "deltanet_data.h"
 
+#include "../harness/tensors.h"
 #include "../reference/ref.h"
 
 #include <math.h>
+#include <stdio.h>
 
 static double softplus(double x) { return x > 20.0 ? x : log1p(exp(x)); }
 
@@ -39,6 +41,39 @@ static void fill_log_decay(Ctx *c, const Shape *sh, float *g, size_t tokens) {
         }
 }
 
+/* q, k, v, g, beta, state read from --load's files into d's arrays; -1 (the
+ * test failed, saying why) when they do not fit the shape the test runs. */
+static int load_inputs(Ctx *c, const Shape *sh, DnData *d) {
+    float *dst[6] = {d->q, d->k, d->v, d->g, d->beta, d->state};
+    for (int i = 0; i < 6; i++) {
+        size_t shape[4];
+        int ndim = layer_tensor_shape(sh, layer_inputs[i], shape);
+        if (load_floats(c, layer_inputs[i], dst[i], ndim, shape) != 0) return -1;
+    }
+    return 0;
+}
+
+static void generate_inputs(Ctx *c, const Shape *sh, DnData *d) {
+    size_t tokens = (size_t)sh->T * sh->n_seqs;
+    fill_normal(c, d->q, d->n_qk, 0.0, 1.0);
+    fill_normal(c, d->k, d->n_qk, 0.0, 1.0);
+    l2_normalise_rows(d->q, tokens * sh->H_k, sh->D_k, 1.0 / sqrt((double)sh->D_k));
+    l2_normalise_rows(d->k, tokens * sh->H_k, sh->D_k, 1.0);
+    fill_normal(c, d->v, d->n_v, 0.0, 1.0);
+    for (size_t i = 0; i < d->n_gb; i++) d->beta[i] = (float)(1.0 / (1.0 + exp(-rng_normal(c))));
+    fill_log_decay(c, sh, d->g, tokens);
+    if (sh->state) fill_normal(c, d->state, d->n_state, 0.0, 0.3);
+}
+
+static void dump_inputs(Ctx *c, const Shape *sh, const DnData *d) {
+    const float *src[6] = {d->q, d->k, d->v, d->g, d->beta, d->state};
+    for (int i = 0; i < 6; i++) {
+        size_t shape[4];
+        int ndim = layer_tensor_shape(sh, layer_inputs[i], shape);
+        dump_input(c, layer_inputs[i], src[i], ndim, shape);
+    }
+}
+
 void dn_generate(Ctx *c, const Shape *sh, DnData *d) {
     KdnShape ks = {sh->T, sh->n_seqs, sh->H_k, sh->H_v, sh->D_k, sh->D_v, sh->chunk, sh->head_map};
     RefShape rs = {sh->T, sh->n_seqs, sh->H_k, sh->H_v, sh->D_k, sh->D_v, sh->chunk, sh->head_map};
@@ -55,14 +90,10 @@ void dn_generate(Ctx *c, const Shape *sh, DnData *d) {
     d->g = host_f(c, d->n_gb);
     d->beta = host_f(c, d->n_gb);
     d->state = host_f(c, d->n_state);
-    fill_normal(c, d->q, d->n_qk, 0.0, 1.0);
-    fill_normal(c, d->k, d->n_qk, 0.0, 1.0);
-    l2_normalise_rows(d->q, tokens * sh->H_k, sh->D_k, 1.0 / sqrt((double)sh->D_k));
-    l2_normalise_rows(d->k, tokens * sh->H_k, sh->D_k, 1.0);
-    fill_normal(c, d->v, d->n_v, 0.0, 1.0);
-    for (size_t i = 0; i < d->n_gb; i++) d->beta[i] = (float)(1.0 / (1.0 + exp(-rng_normal(c))));
-    fill_log_decay(c, sh, d->g, tokens);
-    if (sh->state) fill_normal(c, d->state, d->n_state, 0.0, 0.3);
+    /* a shape that does not fit the files fails the test; generated inputs
+     * keep the rest of it well-defined */
+    if (!tensors_load_dir() || load_inputs(c, sh, d) != 0) generate_inputs(c, sh, d);
+    dump_inputs(c, sh, d);
 }
 
 void dn_upload(Ctx *c, const DnData *d, DnDevice *dd) {
@@ -88,9 +119,13 @@ double *dn_widen(Ctx *c, const float *x, size_t n) {
 void dn_describe_note(Ctx *c, const Shape *sh, const char *note) {
     static const char *const decay[] = {"qwen", "strong", "weak"};
     static const char *const map[] = {"tiled", "block", "both"};
-    set_shape_desc(c, "T=%d B=%d Hk=%d Hv=%d Dk=%d Dv=%d C=%d map=%s decay=%s s0=%s%s", sh->T, sh->n_seqs, sh->H_k,
-                   sh->H_v, sh->D_k, sh->D_v, sh->chunk, map[sh->head_map], decay[sh->decay],
-                   sh->state ? "rand" : "zero", note);
+    char inputs[320];
+    if (tensors_load_dir())
+        snprintf(inputs, sizeof inputs, "inputs=%s", tensors_load_dir());
+    else
+        snprintf(inputs, sizeof inputs, "decay=%s s0=%s", decay[sh->decay], sh->state ? "rand" : "zero");
+    set_shape_desc(c, "T=%d B=%d Hk=%d Hv=%d Dk=%d Dv=%d C=%d map=%s %s%s", sh->T, sh->n_seqs, sh->H_k, sh->H_v,
+                   sh->D_k, sh->D_v, sh->chunk, map[sh->head_map], inputs, note);
 }
 
 void dn_describe(Ctx *c, const Shape *sh) { dn_describe_note(c, sh, ""); }
@@ -108,7 +143,7 @@ RefChunk dn_ref_chunk(Ctx *c, int n, int D_k, int D_v) {
 
 Shape dn_backend_shape(const Shape *sh) {
     Shape s = *sh;
-    if (is_cpu_backend() && s.H_k % 4 == 0) {
+    if (is_cpu_backend() && s.H_k % 4 == 0 && !tensors_load_dir()) {
         s.H_k /= 4;
         s.H_v /= 4;
     }

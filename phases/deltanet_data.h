@@ -16,7 +16,9 @@ typedef struct {
 /* q, k L2-normalised per head and token (q also scaled by 1/sqrt(D_k)),
  * v ~ N(0,1), beta = sigmoid(N(0,1)), g = -exp(A_h) softplus(x + dt_bias_h)
  * with Qwen3-Next's parameter ranges (or strong / near-zero decay), and an
- * initial state that is zero or N(0, 0.3^2). */
+ * initial state that is zero or N(0, 0.3^2). With --load they are read from
+ * files instead (a shape that does not fit them fails the test). With --dump
+ * they are written out (harness/tensors.h gives their numpy shapes). */
 void dn_generate(Ctx *c, const Shape *sh, DnData *d);
 /* Device copies of the inputs. */
 typedef struct {
@@ -40,7 +42,8 @@ void dn_layer_cost(const KdnShape *sh, double *bytes, double *flops);
 /* Reference chunk arrays for n tokens (all fields allocated). */
 RefChunk dn_ref_chunk(Ctx *c, int n, int D_k, int D_v);
 /* Shape to run: the CPU executor runs a quarter of the heads (never fewer
- * than one key head and the same grouping), every other parameter as given. */
+ * than one key head and the same grouping), every other parameter as given;
+ * with --load, the files' shape unchanged. */
 Shape dn_backend_shape(const Shape *sh);
 /* Single head, single sequence, one chunk of sh->chunk tokens. */
 Shape dn_chunk_shape(const Shape *sh);
