@@ -71,27 +71,34 @@ void bench_print_method(FILE *out, int reps) {
     const Peak *p = device_peak();
     fprintf(out, "bench: median and min of up to %d runs per variant (fewer once %.0f s are spent), ", reps,
             TIME_BUDGET_MS / 1e3);
-    if (is_cpu_backend())
-        fprintf(out, "CPU executor: emulation, not performance\n");
-    else if (p)
-        fprintf(out, "last-level cache flushed before each; peak %.1f TFLOP/s fp32, %.0f GB/s\n", p->tflops,
-                p->gbytes_s);
+    if (is_cpu_backend()) {
+        fprintf(out, "host clock, no cache flush; CPU executor: emulation, not performance\n");
+        return;
+    }
+    fprintf(out, "GPU events; last-level cache flushed before each run (%zu MB written); ", kdn_flush_bytes() >> 20);
+    if (p)
+        fprintf(out, "peak %.1f TFLOP/s fp32, %.0f GB/s\n", p->tflops, p->gbytes_s);
     else
-        fprintf(out, "last-level cache flushed before each; peak unknown for %s\n", kdn_device_name());
+        fprintf(out, "peak unknown for %s\n", kdn_device_name());
 }
 
+/* A table under the test's line: one row per label, the speed-up of each
+ * against the first label (its median time over theirs: "x3.0" reads "three
+ * times faster than the first"). */
 void bench_print(FILE *out, const BenchResult *bench, int n) {
-    const Peak *p = device_peak();
+    if (n == 0) return;
+    const Peak *p = is_cpu_backend() ? NULL : device_peak();
+    fprintf(out, "       %-11s %12s %12s %9s %10s", "bench", "median us", "min us", "GB/s", "GFLOP/s");
+    if (p) fprintf(out, " %6s %6s", "%bw", "%fp32");
+    fprintf(out, " %9s %5s  speed-up vs %s%s\n", "launches", "runs", bench[0].label,
+            is_cpu_backend() ? "  (CPU executor: emulation, not performance)" : "");
     for (int i = 0; i < n; i++) {
         const BenchResult *b = &bench[i];
         double s = b->median_ms * 1e-3;
         double gbs = b->bytes / s * 1e-9, gflops = b->flops / s * 1e-9;
-        fprintf(out, "       bench  %-10s median %10.1f us  min %10.1f us  %8.1f GB/s  %9.1f GFLOP/s", b->label,
-                b->median_ms * 1e3, b->min_ms * 1e3, gbs, gflops);
-        if (p && !is_cpu_backend())
-            fprintf(out, " (%4.1f%% bw, %4.1f%% fp32)", 100.0 * gbs / p->gbytes_s, 100.0 * gflops / (p->tflops * 1e3));
-        fprintf(out, "  launches %7ld  runs %4d", b->launches, b->runs);
-        if (i > 0) fprintf(out, "  x%.1f vs %s", bench[0].median_ms / b->median_ms, bench[0].label);
-        fputc('\n', out);
+        fprintf(out, "       %-11s %12.1f %12.1f %9.1f %10.1f", b->label, b->median_ms * 1e3, b->min_ms * 1e3, gbs,
+                gflops);
+        if (p) fprintf(out, " %6.1f %6.1f", 100.0 * gbs / p->gbytes_s, 100.0 * gflops / (p->tflops * 1e3));
+        fprintf(out, " %9ld %5d  x%.2f\n", b->launches, b->runs, bench[0].median_ms / b->median_ms);
     }
 }

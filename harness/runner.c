@@ -1,10 +1,12 @@
 /* Runs the selected tests and prints one aligned line per test. */
+#define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 
 #include "../kernels/kdn.h"
 
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static const char *const phase_titles[MAX_PHASE + 1] = {
     "", "element-wise", "triangular", "GEMM", "decay mask",
@@ -35,6 +37,18 @@ static void print_result(FILE *out, const TestResult *c) {
     }
 }
 
+/* "test i of n: name" on a terminal's stderr, rewritten in place and erased
+ * before the test's line; never written to a pipe or a file. */
+static bool progress_on;
+
+static void progress(int i, int n, const char *name) {
+    if (progress_on) fprintf(stderr, "\rtest %d of %d: %s\033[K", i, n, name);
+}
+
+static void progress_clear(void) {
+    if (progress_on) fputs("\r\033[K", stderr);
+}
+
 bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     Test shaped;
     char err[256];
@@ -57,6 +71,7 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     memcpy(r->msg, c.msg, sizeof r->msg);
     memcpy(r->bench, c.bench, sizeof r->bench);
     r->n_bench = c.n_bench;
+    progress_clear();
     print_result(out, r);
     bench_print(out, r->bench, r->n_bench);
     fflush(out);
@@ -72,6 +87,9 @@ int run_selected(const Options *o, FILE *out, TestResult **results, int *n) {
         exit(2);
     }
     if (o->bench_reps) bench_print_method(out, o->bench_reps);
+    int total = 0;
+    for (int i = 0; i < registry_count(); i++) total += test_selected(o, registry_get(i));
+    progress_on = isatty(fileno(stderr));
     for (int i = 0; i < registry_count(); i++) {
         const Test *t = registry_get(i);
         if (!test_selected(o, t)) continue;
@@ -79,6 +97,8 @@ int run_selected(const Options *o, FILE *out, TestResult **results, int *n) {
             fprintf(out, "== phase %d: %s ==\n", t->phase, phase_titles[t->phase]);
             last_phase = t->phase;
         }
+        fflush(out);
+        progress(*n + 1, total, t->name);
         if (run_test(t, o, out, &(*results)[(*n)++]))
             passed++;
         else

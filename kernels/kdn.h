@@ -30,9 +30,11 @@ long kdn_launch_count(void);       /* kernel launches enqueued so far */
 /* Waits for earlier work, then returns the milliseconds work(arg) takes on
  * the device (GPU events; on the CPU build a host clock: emulation). */
 double kdn_time_ms(void (*work)(void *arg), void *arg);
-/* Evicts the last-level cache by writing a buffer larger than it (GPU), so
- * a timed run reads its inputs from memory; nothing on the CPU build. */
+/* Evicts the last-level cache by writing kdn_flush_bytes() bytes (GPU: a
+ * buffer larger than it), so a timed run reads its inputs from memory;
+ * nothing on the CPU build (0 bytes). */
 void kdn_flush_cache(void);
+size_t kdn_flush_bytes(void);
 
 /* ---- phase 1: element-wise (n elements) -------------------------------- */
 void kdn_sigmoid(const float *x, float *y, int n);

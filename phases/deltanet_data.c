@@ -157,13 +157,19 @@ Shape dn_chunk_shape(const Shape *sh) {
     return s;
 }
 
+/* Multiply-adds of the chunked form on one chunk of n tokens of one value
+ * head: K K^T and Q K^T (2 n^2 D_k), Tinv = (I - A)^-1 by forward
+ * substitution (n^3 / 6), U and W (n^2 (D_v + D_k)), W S and Q S
+ * (2 n D_k D_v), P D (n^2 D_v), the state update (n D_k D_v). */
+static double chunk_macs(double n, double dk, double dv) {
+    return 2 * n * n * dk + n * n * n / 6 + n * n * (dv + dk) + 2 * n * dk * dv + n * n * dv + n * dk * dv;
+}
+
 void dn_layer_cost(const KdnShape *sh, double *bytes, double *flops) {
-    double tokens = (double)sh->T * sh->n_seqs, C = sh->chunk, dk = sh->D_k, dv = sh->D_v;
+    double tokens = (double)sh->T * sh->n_seqs, dk = sh->D_k, dv = sh->D_v;
     double heads = (double)sh->n_seqs * sh->H_v;
     *bytes = 4.0 * (tokens * sh->H_k * dk * 2 + tokens * sh->H_v * (2 * dv + 2) + 2 * heads * dk * dv);
-    /* per token and value head, chunked form: K K^T and Q K^T rows (2 C dk),
-     * the solve and WY products (C^2/2 + C (dv + dk)), W S and Q S (2 dk dv),
-     * P D (C dv) and the state update (dk dv) */
-    double per = 2 * C * dk + C * C / 2 + C * (dv + dk) + 2 * dk * dv + C * dv + dk * dv;
-    *flops = 2.0 * tokens * sh->H_v * per;
+    /* each sequence: T / C full chunks and a tail of T mod C tokens */
+    int full = sh->T / sh->chunk, tail = sh->T % sh->chunk;
+    *flops = 2.0 * heads * (full * chunk_macs(sh->chunk, dk, dv) + chunk_macs(tail, dk, dv));
 }

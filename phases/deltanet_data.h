@@ -35,8 +35,8 @@ void dn_describe_note(Ctx *c, const Shape *sh, const char *note);
 
 
 /* Algorithmic cost of one layer call: bytes = inputs, outputs and both
- * states read or written once; flops = the chunked form's multiply-adds x 2
- * (docs/bench.md). */
+ * states read or written once; flops = the chunked form's multiply-adds x 2,
+ * the last chunk of each sequence counted at its length (docs/bench.md). */
 void dn_layer_cost(const KdnShape *sh, double *bytes, double *flops);
 
 /* Reference chunk arrays for n tokens (all fields allocated). */

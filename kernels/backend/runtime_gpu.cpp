@@ -108,11 +108,12 @@ double kdn_time_ms(void (*work)(void *arg), void *arg) {
 }
 
 // 256 MB: larger than the last-level cache of MI50 (4 MB), H100 (50 MB) and H200 (60 MB).
+size_t kdn_flush_bytes(void) { return (size_t)256 << 20; }
+
 void kdn_flush_cache(void) {
     static void *junk;
-    static const size_t bytes = (size_t)256 << 20;
-    if (!junk && gpuMalloc(&junk, bytes) != gpuSuccess) junk = NULL;
-    if (junk) gpuMemset(junk, 0, bytes);
+    if (!junk && gpuMalloc(&junk, kdn_flush_bytes()) != gpuSuccess) junk = NULL;
+    if (junk) gpuMemset(junk, 0, kdn_flush_bytes());
 }
 
 }  // extern "C"
