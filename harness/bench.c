@@ -19,6 +19,7 @@ typedef struct {
 static const Peak peaks[] = {
     {"gfx906", 13.4, 1024.0},         /* AMD Instinct MI50 */
     {"H100 PCIe", 51.2, 2039.0},
+    {"H100 NVL", 60.0, 3900.0},
     {"H100", 66.9, 3350.0},           /* H100 SXM5 80GB HBM3 */
     {"H200", 66.9, 4800.0},
 };

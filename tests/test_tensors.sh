@@ -1,0 +1,129 @@
+#!/bin/sh
+# Tensors in and out, shape overrides, bench output (docs/bench.md):
+#   tests/test_tensors.sh BINARY
+# --dump then --load of a phase-8 test reproduces its max_diff and its output
+# bytes; with numpy (Debian python3-numpy) the dumped shapes and dtypes are
+# checked, numpy recomputes the max_diff from the dumped got/ref pairs, and
+# numpy-written float64 files load; malformed files are clear errors (exit 2);
+# --set runs a Qwen3.5-like shape and refuses impossible ones (exit 2);
+# --bench prints its table, no progress line goes to a pipe.
+set -u
+bin=$1
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+checks=0
+fail() { echo "tensors: FAIL $*"; exit 1; }
+ok() { checks=$((checks + 1)); }
+
+# max_diff=... of the only test line of a run's output
+max_diff() { sed -n 's/^\[PASS\].*max_diff=\([^ ]*\).*/\1/p' "$1"; }
+
+# a small phase-8 test: two sequences, a ragged chunk (T = 50 < C = 64), H_v/H_k = 3
+test=deltanet_single_chunk
+shape="--set T=50 --set n_seqs=2 --set H_k=2 --set H_v=6 --set D_k=64 --set D_v=32"
+# shellcheck disable=SC2086
+"$bin" --test $test $shape --dump "$tmp/d1" >"$tmp/dump.out" 2>&1 || { cat "$tmp/dump.out"; fail "--dump run"; }
+for t in q k v g beta state o_tiled_map o_tiled_map_ref state_tiled_map state_tiled_map_ref; do
+    [ -s "$tmp/d1/${test}__$t.npy" ] || fail "--dump wrote no ${test}__$t.npy"
+done
+ok
+want=$(max_diff "$tmp/dump.out")
+[ -n "$want" ] || fail "no max_diff in: $(cat "$tmp/dump.out")"
+
+# --load of what --dump wrote: same max_diff, and the same bytes dumped again
+"$bin" --test $test --load "$tmp/d1" --dump "$tmp/d2" >"$tmp/load.out" 2>&1 || { cat "$tmp/load.out"; fail "--load run"; }
+[ "$(max_diff "$tmp/load.out")" = "$want" ] || fail "--load: max_diff $(max_diff "$tmp/load.out"), --dump run had $want"
+grep -q "Hk=2 Hv=6 Dk=64 Dv=32 C=64 .*inputs=$tmp/d1" "$tmp/load.out" || fail "--load: shape not taken from the files: $(cat "$tmp/load.out")"
+for t in q k v g beta state o_tiled_map o_tiled_map_ref state_tiled_map state_tiled_map_ref; do
+    cmp -s "$tmp/d1/${test}__$t.npy" "$tmp/d2/${test}__$t.npy" || fail "--load then --dump: ${test}__$t.npy differs"
+done
+ok; ok
+
+# numpy: shapes (ggml order reversed), dtypes, the max_diff, and numpy's own files loaded
+py=
+for p in python3 /usr/bin/python3; do
+    if "$p" -c 'import numpy' 2>/dev/null; then py=$p; break; fi
+done
+if [ -n "$py" ]; then
+    mkdir "$tmp/d3"
+    "$py" - "$tmp/d1" "$test" "$want" "$tmp/d3" <<'EOF' || fail "numpy checks"
+import sys, numpy as np
+d, test, want, out = sys.argv[1:5]
+B, T, Hk, Hv, Dk, Dv = 2, 50, 2, 6, 64, 32
+shapes = {"q": (B, T, Hk, Dk), "k": (B, T, Hk, Dk), "v": (B, T, Hv, Dv), "g": (B, T, Hv), "beta": (B, T, Hv),
+          "state": (B, Hv, Dv, Dk), "o_tiled_map": (T * B * Hv, Dv), "state_tiled_map": (B * Hv * Dv, Dk)}
+a = {}
+for name, shape in shapes.items():
+    a[name] = np.load(f"{d}/{test}__{name}.npy")
+    assert a[name].shape == shape and a[name].dtype == np.float32, (name, a[name].shape, a[name].dtype)
+    if name.endswith("_map"):
+        ref = np.load(f"{d}/{test}__{name}_ref.npy")
+        assert ref.shape == shape and ref.dtype == np.float64, (name, ref.shape, ref.dtype)
+        a[name] = np.abs(a[name].astype(np.float64) - ref).max()
+got = "%.2e" % max(a["o_tiled_map"], a["state_tiled_map"])
+assert got == want, f"numpy max_diff {got}, test_deltanet printed {want}"
+# q is L2-normalised per head and token and scaled by 1/sqrt(D_k): the layout is the documented one
+norms = np.linalg.norm(a["q"].astype(np.float64), axis=-1)
+assert np.allclose(norms, Dk ** -0.5, rtol=1e-5), norms
+for name in ("q", "k", "v", "g", "beta", "state"):  # numpy's writer, float64, plain names
+    np.save(f"{out}/{name}.npy", a[name].astype(np.float64))
+EOF
+    "$bin" --test $test --load "$tmp/d3" >"$tmp/np.out" 2>&1 || { cat "$tmp/np.out"; fail "--load of numpy-written float64 files"; }
+    [ "$(max_diff "$tmp/np.out")" = "$want" ] || fail "numpy-written files: max_diff $(max_diff "$tmp/np.out"), want $want"
+    ok; ok
+else
+    echo "tensors: numpy not found (Debian: python3-numpy): shape checks skipped"
+fi
+
+# expect STATUS PATTERN ARGS...: exit status and a message on stderr
+expect() {
+    want_rc=$1 pattern=$2
+    shift 2
+    "$bin" "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ "$rc" = "$want_rc" ] || fail "'$*' exited $rc, expected $want_rc: $(cat "$tmp/err")"
+    cat "$tmp/out" "$tmp/err" | grep -q -- "$pattern" || fail "'$*' did not print '$pattern'"
+    ok
+}
+
+# malformed or missing inputs: exit 2, naming the file
+mkdir "$tmp/bad"
+cp "$tmp/d1/${test}__"*.npy "$tmp/bad/"
+head -c 200 "$tmp/d1/${test}__v.npy" >"$tmp/bad/${test}__v.npy"
+expect 2 "${test}__v.npy: .* bytes of data, its shape needs" --test $test --load "$tmp/bad"
+echo "not numpy" >"$tmp/bad/${test}__v.npy"
+expect 2 "${test}__v.npy: not a .npy file" --test $test --load "$tmp/bad"
+cp "$tmp/d1/${test}__v.npy" "$tmp/bad/${test}__g.npy"
+cp "$tmp/d1/${test}__v.npy" "$tmp/bad/${test}__v.npy"
+expect 2 "${test}__g.npy has 4 dimensions, g has 3" --test $test --load "$tmp/bad"
+cp "$tmp/d1/${test}__g.npy" "$tmp/bad/${test}__g.npy"
+rm "$tmp/bad/${test}__beta.npy"
+expect 2 "neither .*${test}__beta.npy nor .*beta.npy exists" --test $test --load "$tmp/bad"
+expect 2 "runs phase-8 tests only" --phase 3 --load "$tmp/d1"
+: >"$tmp/file"
+expect 2 "is not a directory" --test sigmoid --dump "$tmp/file"
+# plain names (DIR/q.npy...) feed any test; one that derives its own shape
+# from the row fails, saying so
+mkdir "$tmp/plain"
+for t in q k v g beta state; do cp "$tmp/d1/${test}__$t.npy" "$tmp/plain/$t.npy"; done
+expect 0 "max_diff=$want" --test $test --load "$tmp/plain"
+expect 1 "has shape .* this test runs" --test fused_refuses --load "$tmp/plain"
+
+# --set: a Qwen3.5-like shape (linear attention H_k = 16, H_v = 48, D = 128) on a short T
+expect 0 "2 passed, 0 failed" --set H_k=16 --set H_v=48 --set T=20 --test fused_T64 --test recurrent_vs_fused
+grep -q "Hv=\(12\|48\) " "$tmp/out" || fail "--set H_v=48: $(cat "$tmp/out")"
+expect 2 "not a multiple of H_k" --set H_k=16 --set H_v=40 --test fused_T64
+expect 2 "value out of range" --set T=0 --test fused_T64
+expect 2 "unknown key" --set heads=4
+expect 2 "value out of range" --set T=abc
+
+# --bench: the table, the emulation label on the CPU build; no progress line in a pipe
+expect 0 "speed-up vs unfused" --bench --reps 2 --test compare_T1_B1
+for l in unfused recurrent fused; do grep -q "^ *$l  *[0-9.]* " "$tmp/out" || fail "--bench: no $l row"; done
+if [ "$("$bin" --env | sed -n 's/^backend \([a-z]*\),.*/\1/p')" = cpu ]; then
+    grep -q "emulation, not performance" "$tmp/out" || fail "--bench on the CPU build: no emulation label"
+fi
+grep -q "test 1 of" "$tmp/err" && fail "progress line written to a pipe"
+ok
+
+echo "tensors: $checks checks passed"
