@@ -238,6 +238,7 @@ __device__ void solve_deltas(FusedLds<C> &L, int n) {
         for (int m = 0; m < R; m++)
             if (owns && m == i0 / kGroup) d[m] = mine;
     }
+    kdn_wave_sync(); // every lane of the group has read its R rows before D overwrites them
     KDN_UNROLL
     for (int m = 0; m < R; m++) L.rd[m * kGroup + r][b] = d[m];
 }
