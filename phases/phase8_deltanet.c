@@ -153,8 +153,8 @@ static void upload_tokens(Ctx *c, const DnData *d, int t0, int n, DnDevice *dd) 
 
 /* Chunked prefill of T - shape.m tokens by the fused kernel, then shape.m
  * decode steps of one token each by the recurrent kernel, each starting from
- * the state the previous call left: the final state and every decode output
- * must equal the recurrence over all T tokens. */
+ * the state the previous call left: the prefill outputs, every decode output
+ * and the final state must equal the recurrence over all T tokens. */
 static void t_prefill_then_decode(const Test *t, Ctx *c) {
     Shape sh = dn_backend_shape(&t->shape);
     DnData d;
@@ -172,11 +172,17 @@ static void t_prefill_then_decode(const Test *t, Ctx *c) {
     float *o = dev_out(c, "o_prefill", (size_t)prefill * sh.n_seqs * sh.H_v * sh.D_v);
     float *next = dev_out(c, "state_prefill", d.n_state);
     kdn_deltanet_fused(&ks, dd.q, dd.k, dd.v, dd.g, dd.beta, state, o, next);
-    ks.T = 1;
     size_t o_tok = (size_t)sh.H_v * sh.D_v;
+    double *want_prefill = host_d(c, o_tok * prefill * sh.n_seqs);
+    for (int s = 0; s < sh.n_seqs; s++)
+        memcpy(want_prefill + (size_t)s * prefill * o_tok, o_ref + (size_t)s * sh.T * o_tok,
+               o_tok * prefill * sizeof(double));
+    if (dev_sync(c) != 0) return;
+    expect_close(c, "o (prefill)", o, want_prefill, prefill * sh.n_seqs * sh.H_v, sh.D_v, t->tol);
+    ks.T = 1;
     float *o_dec = host_f(c, o_tok * sh.n_seqs);
     double *want = host_d(c, o_tok * sh.n_seqs);
-    for (int step = 0; step < decode && dev_sync(c) == 0; step++) {
+    for (int step = 0; step < decode && !test_failed(c); step++) {
         state = next;
         next = dev_out(c, "state_decode", d.n_state);
         float *o1 = dev_out(c, "o_decode", o_tok * sh.n_seqs);
@@ -331,6 +337,11 @@ static const Test tests[] = {
     {8, "fused_strong_decay", "fused", TOL_CHUNK, {QWEN(150, 1), .decay = DECAY_STRONG, .state = 1}, t_fused},
     {8, "fused_weak_decay", "fused", TOL_CHUNK, {QWEN(150, 1), .decay = DECAY_WEAK, .state = 1}, t_fused},
     {8, "fused_chunk32", "fused", TOL_CHUNK, {HEADS(150, 2, 16, 32, 32), .state = 1}, t_fused},
+    {8, "fused_chunk32_T31", "fused", TOL_CHUNK, {HEADS(31, 1, 16, 32, 32), .state = 1}, t_fused},
+    {8, "fused_chunk32_T32", "fused", TOL_CHUNK, {HEADS(32, 1, 16, 32, 32), .state = 1}, t_fused},
+    {8, "fused_chunk32_T33", "fused", TOL_CHUNK, {HEADS(33, 2, 16, 32, 32), .state = 1}, t_fused},
+    {8, "fused_c32_strong_decay", "fused", TOL_CHUNK,
+     {HEADS(100, 1, 16, 32, 32), .decay = DECAY_STRONG, .state = 1}, t_fused},
     {8, "fused_odd_dims", "fused", TOL_CHUNK,
      {.T = 77, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 72, .D_v = 40, .chunk = 64, .state = 1}, t_fused},
     {8, "fused_vs_unfused", "fused", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_fused_vs_unfused},
