@@ -22,7 +22,10 @@
 //        P (lower with diagonal: q_i.k_j e^(gamma_i - gamma_j)) share one
 //        C x (C+1) LDS array: P in the lower triangle, A transposed in the
 //        upper one. The first 256 threads compute A, the other 256 P, each
-//        thread a (C/16) x (C/16) tile (tiles above the diagonal idle).
+//        thread a (C/16) x (C/16) tile (tiles above the diagonal idle). Each
+//        half runs its own instantiation of the dot-product loop (keys from
+//        LDS or queries from L1/L2), so the loop has no branch: choosing per
+//        element cost ~100 gfx906 instructions per 16 FMAs, now ~25-30.
 //     3. R = beta * (V - e^gamma * (K S)) for the slab.
 //     4. (I - A) D = R by forward substitution without barriers: the 32 lanes
 //        of a column (a 32-lane group never straddles a wave for wave 32 or 64)
@@ -123,7 +126,33 @@ __device__ void load_chunk(FusedLds<C> &L, const float *k, const float *beta, si
 }
 
 // Step 2: a (C/16) x (C/16) tile of rows i and columns j per thread of the
-// row operand x (keys for A, queries for P) against the keys.
+// row operand x (keys for A, queries for P) against the keys. The operand's
+// source is a template parameter, so the dot-product loop has no branch
+// (half of the threads, whole waves, take each instantiation): choosing it
+// per element made the compiler branch around every query load.
+template <int C, bool kQueries>
+__device__ __forceinline__ void tile_products(FusedLds<C> &L, const float *qc, size_t q_stride, int n, int D_k, int ti, int tj,
+                              float (&acc)[C / 16][C / 16]) {
+    const int TS = C / 16;
+    // Query rows past the chunk's n tokens read row n - 1 instead (finite,
+    // in bounds, no branch); attention_tiles zeroes those rows of P.
+    const float *qr[TS];
+    KDN_UNROLL
+    for (int a = 0; a < TS; a++) qr[a] = qc + (size_t)(ti * TS + a < n ? ti * TS + a : n - 1) * q_stride;
+    for (int p = 0; p < D_k; p++) {
+        float xi[TS], kj[TS];
+        KDN_UNROLL
+        for (int a = 0; a < TS; a++) {
+            xi[a] = kQueries ? qr[a][p] : L.k[ti * TS + a][p];
+            kj[a] = L.k[tj * TS + a][p];
+        }
+        KDN_UNROLL
+        for (int a = 0; a < TS; a++)
+            KDN_UNROLL
+            for (int c = 0; c < TS; c++) acc[a][c] = fmaf(xi[a], kj[c], acc[a][c]);
+    }
+}
+
 template <int C>
 __device__ void attention_tiles(FusedLds<C> &L, const float *qc, size_t q_stride, int n, int D_k) {
     const int TS = C / 16;
@@ -136,26 +165,15 @@ __device__ void attention_tiles(FusedLds<C> &L, const float *qc, size_t q_stride
     for (int a = 0; a < TS; a++)
         KDN_UNROLL
         for (int c = 0; c < TS; c++) acc[a][c] = 0.0f;
-    for (int p = 0; p < D_k; p++) {
-        float xi[TS], kj[TS];
-        KDN_UNROLL
-        for (int a = 0; a < TS; a++) {
-            int i = ti * TS + a;
-            xi[a] = !is_p ? L.k[i][p] : i < n ? qc[i * q_stride + p] : 0.0f;
-            kj[a] = L.k[tj * TS + a][p];
-        }
-        KDN_UNROLL
-        for (int a = 0; a < TS; a++)
-            KDN_UNROLL
-            for (int c = 0; c < TS; c++) acc[a][c] = fmaf(xi[a], kj[c], acc[a][c]);
-    }
+    if (is_p) tile_products<C, true>(L, qc, q_stride, n, D_k, ti, tj, acc);
+    else tile_products<C, false>(L, qc, q_stride, n, D_k, ti, tj, acc);
     KDN_UNROLL
     for (int a = 0; a < TS; a++)
         KDN_UNROLL
         for (int c = 0; c < TS; c++) {
             int i = ti * TS + a, j = tj * TS + c;
             float decay = j <= i ? expf(L.gamma[i] - L.gamma[j]) : 0.0f;
-            if (is_p && j <= i) L.ap[i][j] = acc[a][c] * decay;
+            if (is_p && j <= i) L.ap[i][j] = i < n ? acc[a][c] * decay : 0.0f;
             if (!is_p && j < i) L.ap[j][i] = -L.beta[i] * acc[a][c] * decay;
         }
 }
@@ -298,8 +316,11 @@ __device__ void update_state(FusedLds<C> &L, int n, int D_k) {
     }
 }
 
+// The second bound (1): one workgroup per SM/CU is all the LDS allows
+// anyway; told so, nvcc stops capping C = 32 at 64 registers (which spilled)
+// and HIP reads it as at least one wave per SIMD, which changes nothing.
 template <int C>
-__global__ __launch_bounds__(kThreads) void kernel_deltanet_fused(const float *__restrict__ q, const float *__restrict__ k,
+__global__ __launch_bounds__(kThreads, 1) void kernel_deltanet_fused(const float *__restrict__ q, const float *__restrict__ k,
                                                              const float *__restrict__ v, const float *__restrict__ g,
                                                              const float *__restrict__ beta,
                                                              const float *__restrict__ state_in, float *__restrict__ o,
