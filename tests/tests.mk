@@ -1,13 +1,15 @@
 # make test: what CI runs, cheapest first, the ladder last (its closing line
 # "N passed, N failed" is the summary CI reads):
 #   the harness's unit tests and the executor's error paths (CPU build),
-#   the same under AddressSanitizer with phases 1-3 of the ladder,
-#   the command line's exit statuses and determinism,
-#   the reference against itself, result logs and reports,
+#   the same under AddressSanitizer, with phases 1-3 of the ladder,
 #   the gfx906 build and its resource limits (where hipcc exists),
+#   the command line's exit statuses and determinism (tests/cli.sh),
+#   the reference against itself, result logs and reports,
 #   every phase of the ladder on the CPU build, its log compared with
 #   results/baseline-cpu.tsv (make baseline rewrites it), the ladder's
 #   output printed last.
+# tests/*.cpp are kernel files: the pattern rule of the Makefile compiles
+# them with $(KCXX) $(KFLAGS) like kernels/*.cpp.
 UNIT_OBJ := $(filter-out $(BUILD)/harness/main.o,$(HOST_OBJ)) $(KERNEL_OBJ)
 
 $(BUILD)/test_harness: $(BUILD)/tests/test_harness.o $(BUILD)/tests/executor_kernels.o $(UNIT_OBJ)
@@ -30,7 +32,7 @@ include tests/report.mk
 .PHONY: test-asan test-gfx906
 test-asan:
 	@$(MAKE) --no-print-directory BACKEND=cpu SANITIZE=1 build/cpu-asan/test_deltanet build/cpu-asan/test_harness
-	@build/cpu-asan/test_harness
+	@out=$$(build/cpu-asan/test_harness 2>&1); rc=$$?; echo "$$out" | sed 's/^/asan: /'; exit $$rc
 	@build/cpu-asan/test_deltanet --phase 1-3 > build/asan-ladder.log 2>&1 || { cat build/asan-ladder.log; exit 1; }
 	@echo "asan: phases 1-3: $$(tail -n 1 build/asan-ladder.log)"
 
