@@ -80,18 +80,23 @@ static int parse_dict(const char *path, const char *dict, NpyHeader *h, char *er
     else if (strncmp(d + 1, "<f8", 3) == 0 && (d[0] == '\'' || d[0] == '"') && d[4] == d[0])
         h->word = 8;
     else
-        return fail(err, size, "%s: element type %.8s is not little-endian float32 or float64 ('<f4', '<f8')", path, d);
+        return fail(err, size, "%s: element type %.*s is not little-endian float32 or float64 ('<f4', '<f8')", path,
+                    (int)strcspn(d, ","), d);
     if (strncmp(fo, "False", 5) != 0) return fail(err, size, "%s: Fortran order; only C order is read", path);
     if (*sh != '(') return fail(err, size, "%s: malformed shape in .npy header", path);
     h->ndim = 0;
+    unsigned long long count = 1;
     for (const char *p = sh + 1;;) {
         while (*p == ' ' || *p == ',') p++;
         if (*p == ')') break;
         char *end;
         errno = 0;
         unsigned long long v = strtoull(p, &end, 10);
-        if (end == p || errno || !isdigit((unsigned char)*p) || v > (1ull << 40) || h->ndim == NPY_MAX_DIMS)
+        if (end == p || errno || !isdigit((unsigned char)*p) || h->ndim == NPY_MAX_DIMS)
             return fail(err, size, "%s: malformed shape in .npy header", path);
+        if (v && count > (1ull << 40) / v) /* no size_t overflow below */
+            return fail(err, size, "%s: shape too large (over 2^40 elements)", path);
+        count *= v ? v : 1;
         h->shape[h->ndim++] = (size_t)v;
         p = end;
     }
