@@ -68,6 +68,10 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     r->compared = c.compared;
     r->max_diff = c.max_diff;
     memcpy(r->shape, c.shape, sizeof r->shape);
+    if (o->set_fields && row->shape.chunk == 0) { /* apply_set leaves rows without a chunk size alone */
+        size_t used = strlen(r->shape);
+        snprintf(r->shape + used, sizeof r->shape - used, "%s(--set does not apply)", used ? " " : "");
+    }
     memcpy(r->msg, c.msg, sizeof r->msg);
     memcpy(r->bench, c.bench, sizeof r->bench);
     r->n_bench = c.n_bench;
