@@ -166,6 +166,12 @@ static void run_right(const Test *t, Ctx *c) {
     expect_close_host(c, "right", &got, &ref, 1, 1, t->tol);
 }
 static void run_nothing(const Test *t, Ctx *c) { (void)t, (void)c; }
+/* passes its comparison but leaves a kernel error it never synced for */
+static void run_unsynced_error(const Test *t, Ctx *c) {
+    static float y[64];
+    exec_divergent_barrier(y);
+    run_right(t, c);
+}
 
 static bool runs(void (*fn)(const Test *, Ctx *), const char *expect_text) {
     Test t = {1, "unit_row", "unfused", {1e-6, 0}, {0}, fn};
@@ -187,6 +193,7 @@ static void test_runner(void) {
     CHECK(!runs(run_wrong, "[FAIL] phase 1  unit_row"));
     CHECK(runs(run_right, "[PASS] phase 1  unit_row"));
     CHECK(!runs(run_nothing, "compared nothing"));
+    CHECK(!runs(run_unsynced_error, "runtime error: kernel kernel_divergent_barrier"));
 }
 
 /* ---- the CPU SIMT executor ----------------------------------------------- */
