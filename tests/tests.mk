@@ -4,6 +4,7 @@
 #   the same under AddressSanitizer, with phases 1-3 of the ladder,
 #   the gfx906 build and its resource limits (where hipcc exists),
 #   the command line's exit statuses and determinism (tests/cli.sh),
+#   --dump/--load/--set round trips, read back with numpy (tests/test_tensors.sh),
 #   the reference against itself, result logs and reports,
 #   every phase of the ladder on the CPU build, its log compared with
 #   results/baseline-cpu.tsv (make baseline rewrites it), the ladder's
@@ -48,6 +49,7 @@ test:
 	@$(MAKE) --no-print-directory test-asan
 	@$(MAKE) --no-print-directory test-gfx906
 	@sh tests/cli.sh build/cpu/test_deltanet build/cpu/test_failing $$([ -x build/hip/test_deltanet ] && echo build/hip/test_deltanet)
+	@sh tests/test_tensors.sh build/cpu/test_deltanet
 	@$(MAKE) --no-print-directory BACKEND=cpu test-reference
 	@$(MAKE) --no-print-directory BACKEND=cpu test-report
 	@build/cpu/test_deltanet --log build/cpu/ladder.tsv > build/cpu/ladder.out 2> build/cpu/ladder.err; rc=$$?; \
