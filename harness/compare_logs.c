@@ -48,18 +48,49 @@ static int parse_num(const char *s, double *out) {
     return errno || *end ? -1 : 0;
 }
 
+/* One test's row; -1 with the reason in why. */
+static int parse_row(char *line, Row *r, char *why, size_t size) {
+    static const struct {
+        int col;
+        const char *name;
+    } numeric[] = {{4, "max_diff"}, {5, "atol"}, {6, "rtol"}, {8, "median_us"}, {9, "min_us"}};
+    char *fld[N_COLUMNS];
+    int n = split_tabs(line, fld, N_COLUMNS);
+    if (n != N_COLUMNS) return snprintf(why, size, "%d tab-separated columns, expected %d", n, N_COLUMNS), -1;
+    char *end;
+    long phase = strtol(fld[0], &end, 10);
+    if (*end || phase < 1 || phase > MAX_PHASE || !*fld[1])
+        return snprintf(why, size, "row does not start with a phase (1-%d) and a name", MAX_PHASE), -1;
+    double value[5];
+    for (int i = 0; i < 5; i++)
+        if (parse_num(fld[numeric[i].col], &value[i]) != 0)
+            return snprintf(why, size, "%s '%.40s' is not a number", numeric[i].name, fld[numeric[i].col]), -1;
+    if (strcmp(fld[7], "PASS") && strcmp(fld[7], "FAIL") && strcmp(fld[7], "TIME"))
+        return snprintf(why, size, "status '%.40s' is not PASS, FAIL or TIME", fld[7]), -1;
+    snprintf(r->key, sizeof r->key, "%.79s\t%.79s", fld[1], fld[2]);
+    snprintf(r->status, sizeof r->status, "%s", fld[7]);
+    r->max_diff = value[0];
+    r->median_us = value[3];
+    return 0;
+}
+
 static int read_log(const char *path, Log *log, char *err, size_t size) {
     memset(log, 0, sizeof *log);
     FILE *f = fopen(path, "r");
-    if (!f) return snprintf(err, size, "cannot read '%s'", path), -1;
+    if (!f) return snprintf(err, size, "cannot read '%s': %s", path, strerror(errno)), -1;
     char line[4096];
-    int lineno = 0, rc = -1, cap = 0;
+    int lineno = 0, rc = -1, cap = 0, end_rows = -1;
     bool columns = false;
     while (fgets(line, sizeof line, f)) {
         lineno++;
+        if (end_rows >= 0) {
+            snprintf(err, size, "%s:%d: a line after the '# end' line", path, lineno);
+            goto out;
+        }
         size_t len = strlen(line);
         if (len == 0 || line[len - 1] != '\n') {
-            snprintf(err, size, "%s:%d: truncated line", path, lineno);
+            snprintf(err, size, "%s:%d: %s", path, lineno,
+                     len == sizeof line - 1 ? "line too long" : "truncated line (no line end)");
             goto out;
         }
         line[len - 1] = 0;
@@ -70,22 +101,22 @@ static int read_log(const char *path, Log *log, char *err, size_t size) {
             }
             continue;
         }
+        if (columns && strncmp(line, LOG_END, strlen(LOG_END)) == 0) {
+            end_rows = atoi(line + strlen(LOG_END));
+            continue;
+        }
         if (line[0] == '#') {
             if (strncmp(line, "# device\t", 9) == 0) snprintf(log->device, sizeof log->device, "%.255s", line + 9);
             continue;
         }
         if (!columns) {
-            if (strcmp(line, LOG_COLUMNS) != 0) {
-                snprintf(err, size, "%s:%d: expected the column header", path, lineno);
+            if (strcmp(line, LOG_COLUMNS) != 0 || !log->device[0]) {
+                snprintf(err, size, "%s:%d: expected the column line after a header with a '# device' line", path,
+                         lineno);
                 goto out;
             }
             columns = true;
             continue;
-        }
-        char *fld[N_COLUMNS];
-        if (split_tabs(line, fld, N_COLUMNS) != N_COLUMNS) {
-            snprintf(err, size, "%s:%d: expected %d tab-separated columns", path, lineno, N_COLUMNS);
-            goto out;
         }
         if (log->n == cap) {
             cap = cap ? 2 * cap : 64;
@@ -96,19 +127,18 @@ static int read_log(const char *path, Log *log, char *err, size_t size) {
             }
             log->rows = grown;
         }
-        Row *r = &log->rows[log->n++];
-        snprintf(r->key, sizeof r->key, "%.79s\t%.79s", fld[1], fld[2]);
-        snprintf(r->status, sizeof r->status, "%.7s", fld[7]);
-        double atol, rtol;
-        if (parse_num(fld[4], &r->max_diff) || parse_num(fld[5], &atol) || parse_num(fld[6], &rtol) ||
-            parse_num(fld[8], &r->median_us) ||
-            (strcmp(r->status, "PASS") && strcmp(r->status, "FAIL") && strcmp(r->status, "TIME"))) {
-            snprintf(err, size, "%s:%d: malformed row", path, lineno);
+        char why[160];
+        if (parse_row(line, &log->rows[log->n++], why, sizeof why) != 0) {
+            snprintf(err, size, "%s:%d: %s", path, lineno, why);
             goto out;
         }
     }
-    if (!columns) {
-        snprintf(err, size, "%s: no column header (empty or truncated log)", path);
+    if (!columns || end_rows < 0) {
+        snprintf(err, size, "%s: truncated log (no %s line)", path, columns ? "'# end'" : "column");
+        goto out;
+    }
+    if (end_rows != log->n) {
+        snprintf(err, size, "%s: %d rows, but its '# end' line says %d", path, log->n, end_rows);
         goto out;
     }
     rc = 0;
@@ -141,8 +171,10 @@ static int judge(const Options *o, const Log *old, const Log *cur, FILE *out) {
             fprintf(out, "REGRESSION  %s: missing from the new log\n", name), regressions++;
             continue;
         }
+        /* a test failing in NEW gates even if it failed in OLD too */
         if (strcmp(b->status, "FAIL") == 0) {
-            fprintf(out, "REGRESSION  %s: fails (%s before)\n", name, a->status), regressions++;
+            fprintf(out, "REGRESSION  %s: %s\n", name, strcmp(a->status, "FAIL") ? "now fails" : "still fails"),
+                regressions++;
             continue;
         }
         double base = a->max_diff > DIFF_FLOOR ? a->max_diff : DIFF_FLOOR;
@@ -158,7 +190,7 @@ static int judge(const Options *o, const Log *old, const Log *cur, FILE *out) {
         if (!find_row(old, cur->rows[i].key))
             fprintf(out, "new         %s: not in the old log\n", pretty(cur->rows[i].key, name, sizeof name));
     if (!same_device) fprintf(out, "note: devices differ (%s / %s): timings not compared\n", old->device, cur->device);
-    fprintf(out, "%d regressions (%d tests before, %d now)\n", regressions, old->n, cur->n);
+    fprintf(out, "%d regressions (%d rows before, %d now)\n", regressions, old->n, cur->n);
     return regressions ? 1 : 0;
 }
 

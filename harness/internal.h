@@ -120,6 +120,7 @@ typedef struct {
     char msg[1024];
     BenchResult bench[MAX_BENCH];
     int n_bench;
+    double seconds; /* wall time of the test, for the JUnit report */
 } TestResult;
 
 /* Runs one test and prints its line; fills r, returns r->passed. */
@@ -132,6 +133,7 @@ int run_selected(const Options *o, FILE *out, TestResult **results, int *n);
 /* ---- reports (report.c, compare_logs.c) ---------------------------------- */
 #define LOG_MAGIC "# test_deltanet log v1"
 #define LOG_COLUMNS "phase\tname\tvariant\tshape\tmax_diff\tatol\trtol\tstatus\tmedian_us\tmin_us"
+#define LOG_END "# end\t" /* last line: "# end\t<rows>", so a log cut between rows is seen */
 /* Tab-separated result log; path a file, or a directory to put a
  * timestamped, device-named file in. 0 on success, else prints why. */
 int write_log(const char *path, const Options *o, const TestResult *r, int n);

@@ -21,6 +21,17 @@ static void git_commit(char *out, size_t size) {
     pclose(p);
 }
 
+/* The host compiler by name and version (gcc's __VERSION__ is the number alone). */
+static const char *host_compiler(void) {
+#if defined(__clang__)
+    return "clang " __clang_version__;
+#elif defined(__GNUC__)
+    return "gcc " __VERSION__;
+#else
+    return "unknown";
+#endif
+}
+
 static void utc_now(char *out, size_t size, const char *fmt) {
     time_t now = time(NULL);
     struct tm tm;
@@ -44,6 +55,13 @@ static void log_file_name(const char *path, char *out, size_t size) {
         if (out[i] == ' ' || out[i] == '/') out[i] = '_';
 }
 
+/* A field as one log column: tabs and line breaks would split it. */
+static void one_field(const char *s, char *out, size_t size) {
+    snprintf(out, size, "%s", s);
+    for (char *p = out; *p; p++)
+        if (*p == '\t' || *p == '\n' || *p == '\r') *p = ' ';
+}
+
 int write_log(const char *path, const Options *o, const TestResult *r, int n) {
     char name[1024], commit[64], date[32];
     log_file_name(path, name, sizeof name);
@@ -55,20 +73,23 @@ int write_log(const char *path, const Options *o, const TestResult *r, int n) {
     git_commit(commit, sizeof commit);
     utc_now(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ");
     fprintf(f, "%s\n# backend\t%s\n# target\t%s\n# host compiler\t%s\n# commit\t%s\n# device\t%s\n# seed\t%llu\n# date\t%s\n",
-            LOG_MAGIC, kdn_backend(), kdn_target(), __VERSION__, commit, kdn_device_name(),
+            LOG_MAGIC, kdn_backend(), kdn_target(), host_compiler(), commit, kdn_device_name(),
             (unsigned long long)o->seed, date);
     fprintf(f, "%s\n", LOG_COLUMNS);
-    for (int i = 0; i < n; i++) {
+    int rows = 0;
+    for (int i = 0; i < n; i++, rows++) {
         const Test *t = r[i].test;
-        char diff[32] = "n/a";
+        char diff[32] = "n/a", shape[sizeof r[i].shape];
+        one_field(r[i].shape, shape, sizeof shape);
         if (r[i].compared) snprintf(diff, sizeof diff, "%.6e", r[i].max_diff);
-        fprintf(f, "%d\t%s\t%s\t%s\t%s\t%.3e\t%.3e\t%s\t\t\n", t->phase, t->name, t->variant, r[i].shape, diff,
+        fprintf(f, "%d\t%s\t%s\t%s\t%s\t%.3e\t%.3e\t%s\t\t\n", t->phase, t->name, t->variant, shape, diff,
                 t->tol.atol, t->tol.rtol, r[i].passed ? "PASS" : "FAIL");
         /* one row per timed variant, keyed by name and "bench:<label>" */
-        for (int b = 0; b < r[i].n_bench; b++)
+        for (int b = 0; b < r[i].n_bench; b++, rows++)
             fprintf(f, "%d\t%s\tbench:%s\t%s\tn/a\t0\t0\tTIME\t%.3f\t%.3f\n", t->phase, t->name, r[i].bench[b].label,
-                    r[i].shape, r[i].bench[b].median_ms * 1e3, r[i].bench[b].min_ms * 1e3);
+                    shape, r[i].bench[b].median_ms * 1e3, r[i].bench[b].min_ms * 1e3);
     }
+    fprintf(f, "%s%d\n", LOG_END, rows);
     int bad = ferror(f);
     if (fclose(f) != 0 || bad) {
         fprintf(stderr, "test_deltanet: error writing the log '%s'\n", name);
@@ -85,14 +106,31 @@ static void xml_escaped(FILE *f, const char *s) {
         case '>': fputs("&gt;", f); break;
         case '"': fputs("&quot;", f); break;
         case '\n': fputs("&#10;", f); break;
-        default: fputc(*s, f);
+        case '\t': fputs("&#9;", f); break;
+        /* other control characters are not allowed in XML 1.0, even escaped */
+        default: fputc((unsigned char)*s < 0x20 ? '?' : *s, f);
         }
 }
 
-static double test_seconds(const TestResult *r) {
-    double s = 0.0;
-    for (int b = 0; b < r->n_bench; b++) s += r->bench[b].median_ms * 1e-3;
-    return s;
+/* <failure>: max_diff and tolerance in its message, shape and the test's
+ * message in its text. */
+static void junit_failure(FILE *f, const TestResult *r) {
+    const Tol *tol = &r->test->tol;
+    char head[128], diff[32] = "n/a";
+    if (r->compared) snprintf(diff, sizeof diff, "%.3e", r->max_diff);
+    if (tol->atol == 0.0 && tol->rtol == 0.0)
+        snprintf(head, sizeof head, "max_diff=%s tol=exact", diff);
+    else
+        snprintf(head, sizeof head, "max_diff=%s tol=%.1e+%.1e*|ref|", diff, tol->atol, tol->rtol);
+    fputs("      <failure message=\"", f);
+    xml_escaped(f, head);
+    fputs("\">", f);
+    if (r->shape[0]) {
+        xml_escaped(f, r->shape);
+        fputs("&#10;", f);
+    }
+    xml_escaped(f, r->msg);
+    fputs("</failure>\n", f);
 }
 
 int write_junit(const char *path, const TestResult *r, int n) {
@@ -108,27 +146,20 @@ int write_junit(const char *path, const TestResult *r, int n) {
     for (int i = 0; i < n;) {
         int phase = r[i].test->phase, end = i, fails = 0;
         double secs = 0.0;
-        for (; end < n && r[end].test->phase == phase; end++) fails += !r[end].passed, secs += test_seconds(&r[end]);
+        for (; end < n && r[end].test->phase == phase; end++) fails += !r[end].passed, secs += r[end].seconds;
         fprintf(f, "  <testsuite name=\"phase %d\" tests=\"%d\" failures=\"%d\" errors=\"0\" time=\"%.6f\">\n", phase,
                 end - i, fails, secs);
         for (; i < end; i++) {
             const Test *t = r[i].test;
             fprintf(f, "    <testcase classname=\"phase %d\" name=\"%s/%s\" time=\"%.6f\"", phase, t->name, t->variant,
-                    test_seconds(&r[i]));
+                    r[i].seconds);
             if (r[i].passed) {
                 fputs("/>\n", f);
                 continue;
             }
-            fputs(">\n      <failure message=\"", f);
-            char head[128];
-            snprintf(head, sizeof head, "max_diff=%.3e tol=%.1e+%.1e*|ref|", r[i].compared ? r[i].max_diff : 0.0,
-                     t->tol.atol, t->tol.rtol);
-            xml_escaped(f, head);
-            fputs("\">", f);
-            xml_escaped(f, r[i].shape);
-            fputs("&#10;", f);
-            xml_escaped(f, r[i].msg);
-            fputs("</failure>\n    </testcase>\n", f);
+            fputs(">\n", f);
+            junit_failure(f, &r[i]);
+            fputs("    </testcase>\n", f);
         }
         fputs("  </testsuite>\n", f);
     }

@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char *const phase_titles[MAX_PHASE + 1] = {
@@ -41,6 +42,12 @@ static void print_result(FILE *out, const TestResult *c) {
  * before the test's line; never written to a pipe or a file. */
 static bool progress_on;
 
+static double now_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
 static void progress(int i, int n, const char *name) {
     if (progress_on) fprintf(stderr, "\rtest %d of %d: %s\033[K", i, n, name);
 }
@@ -55,6 +62,7 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     apply_set(o, row, &shaped, err, sizeof err); /* validated when parsed */
     const Test *t = &shaped;
     Ctx c;
+    double start = now_seconds();
     ctx_begin(&c, t, o->seed, o->verbose, o->bench_reps);
     t->run(t, &c);
     /* A leftover error must not leak into the next test. */
@@ -75,6 +83,7 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     memcpy(r->msg, c.msg, sizeof r->msg);
     memcpy(r->bench, c.bench, sizeof r->bench);
     r->n_bench = c.n_bench;
+    r->seconds = now_seconds() - start;
     progress_clear();
     print_result(out, r);
     bench_print(out, r->bench, r->n_bench);

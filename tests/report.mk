@@ -1,10 +1,17 @@
-# make test-report: result logs, --compare and --junit (tests/test_report.sh).
+# make test-report: result logs, --compare and --junit (tests/test_report.sh);
+# build/cpu/test_failing gives it a real failing run.
 # make baseline: rewrite results/baseline-cpu.tsv, the CPU run that make
-# test's ladder is compared against (statuses, missing tests, max_diff growth).
+# test's ladder is compared against (statuses, missing tests, max_diff growth),
+# only from a ladder that passes: a baseline must not hold failures.
 .PHONY: test-report baseline
-test-report: build/cpu/test_deltanet
-	@sh tests/test_report.sh build/cpu/test_deltanet
+test-report:
+	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_failing
+	@sh tests/test_report.sh build/cpu/test_deltanet build/cpu/test_failing
 
 baseline:
 	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet
-	@build/cpu/test_deltanet --log results/baseline-cpu.tsv > /dev/null
+	@build/cpu/test_deltanet --log results/baseline-cpu.tsv.tmp > build/cpu/baseline-run.out 2>&1 || { \
+	    tail -n 20 build/cpu/baseline-run.out; rm -f results/baseline-cpu.tsv.tmp; \
+	    echo "baseline: the ladder failed, results/baseline-cpu.tsv left as it was"; exit 1; }
+	@mv results/baseline-cpu.tsv.tmp results/baseline-cpu.tsv
+	@echo "baseline: results/baseline-cpu.tsv rewritten ($$(tail -n 1 build/cpu/baseline-run.out))"

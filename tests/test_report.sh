@@ -1,50 +1,124 @@
 #!/bin/sh
-# Result logs, --compare and --junit (docs/ci.md), on a cheap subset.
-#   tests/test_report.sh BINARY
+# Result logs, --compare and --junit (docs/ci.md), on a cheap subset (phases 1-2).
+#   tests/test_report.sh BINARY FAILING_BINARY
+# FAILING_BINARY is build/cpu/test_failing: phase 1 replaced by one passing
+# and one failing test, for a real failing run's log and JUnit report.
 set -u
 bin=$1
+failing=$2
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 checks=0
 fail() { echo "report: FAIL $*"; exit 1; }
-# compare OLD NEW STATUS WHY: --compare must exit with STATUS
+ok() { checks=$((checks + 1)); }
+# compare OLD NEW STATUS WHY [OPTIONS...]: --compare must exit with STATUS
 compare() {
-    "$bin" --compare "$1" "$2" >"$tmp/cmp.out" 2>&1
+    old=$1 new=$2 want=$3 why=$4
+    shift 4
+    "$bin" --compare "$old" "$new" "$@" >"$tmp/cmp.out" 2>"$tmp/cmp.err"
     got=$?
-    [ "$got" = "$3" ] || { cat "$tmp/cmp.out"; fail "$4: --compare exited $got, expected $3"; }
-    checks=$((checks + 1))
+    [ "$got" = "$want" ] || { cat "$tmp/cmp.out" "$tmp/cmp.err"; fail "$why: --compare exited $got, expected $want"; }
+    ok
+}
+# expect FILE PATTERN WHY: FILE has a line matching PATTERN
+expect() {
+    grep -q "$2" "$1" || { cat "$1"; fail "$3"; }
+    ok
+}
+# unreadable NAME WHY: --compare of a good log with $tmp/NAME exits 2 with
+# a message on stderr naming the file
+unreadable() {
+    compare "$tmp/a.tsv" "$tmp/$1" 2 "$2"
+    expect "$tmp/cmp.err" "^test_deltanet: --compare: .*$1" "$2: no message naming the file"
 }
 
+# ---- logs: same seed, same bytes apart from the date line ----------------
 "$bin" --phase 1-2 --log "$tmp/a.tsv" --junit "$tmp/a.xml" >/dev/null 2>&1 || fail "logged run failed"
 "$bin" --phase 1-2 --log "$tmp/b.tsv" >/dev/null 2>&1 || fail "second logged run failed"
 grep -v '^# date' "$tmp/a.tsv" >"$tmp/a.nodate"
 grep -v '^# date' "$tmp/b.tsv" >"$tmp/b.nodate"
 cmp -s "$tmp/a.nodate" "$tmp/b.nodate" || fail "two runs with the same seed gave different logs"
-checks=$((checks + 1))
+ok
+for key in backend target 'host compiler' commit device seed date; do
+    expect "$tmp/a.tsv" "^# $key	." "the log's header has no '$key' line"
+done
+# --log DIR: a timestamped, device-named file in it
+mkdir "$tmp/dir"
+"$bin" --phase 1 --log "$tmp/dir" >/dev/null 2>&1 || fail "run with --log DIR failed"
+ls "$tmp/dir" >"$tmp/dir.ls"
+expect "$tmp/dir.ls" '^[0-9]\{8\}T[0-9]\{6\}Z-cpu-cpu-simt-executor\.tsv$' "--log DIR wrote no <time>-<backend>-<device>.tsv"
 
+# ---- --compare: regressions exit 1, identical or grown-by-new exit 0 ------
 compare "$tmp/a.tsv" "$tmp/b.tsv" 0 "identical logs"
-# planted regressions, each alone
 awk -F'\t' 'BEGIN{OFS="\t"} $2=="exp" {$8="FAIL"} {print}' "$tmp/a.tsv" >"$tmp/failed.tsv"
 compare "$tmp/a.tsv" "$tmp/failed.tsv" 1 "a test made to fail"
+expect "$tmp/cmp.out" "^REGRESSION  exp (unfused): now fails" "the failing test is not named"
 awk -F'\t' 'BEGIN{OFS="\t"} $2=="sigmoid" {$5=sprintf("%.6e", $5 * 10)} {print}' "$tmp/a.tsv" >"$tmp/grown.tsv"
 compare "$tmp/a.tsv" "$tmp/grown.tsv" 1 "a max_diff multiplied by 10"
-grep -v "	eye	" "$tmp/a.tsv" >"$tmp/missing.tsv"
+expect "$tmp/cmp.out" "^REGRESSION  sigmoid (unfused): max_diff" "the grown max_diff is not named"
+compare "$tmp/a.tsv" "$tmp/grown.tsv" 0 "growth x10 under --max-diff-growth 20" --max-diff-growth 20
+# the test absent from the run (the '# end' line counts one row less)
+awk -F'\t' 'BEGIN{OFS="\t"} $2=="eye" {next} $1=="# end" {$2--} {print}' "$tmp/a.tsv" >"$tmp/missing.tsv"
 compare "$tmp/a.tsv" "$tmp/missing.tsv" 1 "a test missing"
 compare "$tmp/missing.tsv" "$tmp/a.tsv" 0 "a new test is not a regression"
-grep -q "^new *eye" "$tmp/cmp.out" || fail "the new test is not reported"
-# unreadable logs: exit 2 with a message, never a crash
-head -c 300 "$tmp/a.tsv" >"$tmp/truncated.tsv"
-compare "$tmp/a.tsv" "$tmp/truncated.tsv" 2 "a truncated log"
-sed 's/	PASS	/	PASS	extra	/' "$tmp/a.tsv" >"$tmp/columns.tsv"
-compare "$tmp/a.tsv" "$tmp/columns.tsv" 2 "a row with too many columns"
-printf 'not a log\n' >"$tmp/garbage.tsv"
-compare "$tmp/garbage.tsv" "$tmp/a.tsv" 2 "not a log"
-compare "$tmp/a.tsv" "$tmp/nonexistent.tsv" 2 "a missing file"
+expect "$tmp/cmp.out" "^new *eye" "the new test is not reported"
+# a real failing run: its own log against itself still gates
+"$failing" --phase 1 --log "$tmp/f.tsv" --junit "$tmp/f.xml" >/dev/null 2>&1
+[ $? = 1 ] || fail "the failing build did not exit 1"
+compare "$tmp/f.tsv" "$tmp/f.tsv" 1 "a test failing in both logs"
+expect "$tmp/cmp.out" "still fails" "a test failing in both logs is not reported"
 
-# JUnit: valid against the schema of what it emits, failures included
-command -v xmllint >/dev/null 2>&1 || fail "xmllint not found (Debian: libxml2-utils)"
-xmllint --noout --schema tests/junit.xsd "$tmp/a.xml" 2>"$tmp/xml.err" || { cat "$tmp/xml.err"; fail "JUnit report invalid"; }
-grep -q '<testsuite name="phase 2" tests="7" failures="0"' "$tmp/a.xml" || fail "phase 2 suite missing or miscounted"
-checks=$((checks + 2))
+# ---- timings: compared only when both have them and the device is the same
+timed() { # timed IN OUT MEDIAN [DEVICE]
+    awk -F'\t' -v m="$3" -v d="${4:-}" 'BEGIN{OFS="\t"}
+        d != "" && $1 == "# device" {$2 = d}
+        $1 ~ /^[0-9]+$/ {$9 = m; $10 = m} {print}' "$1" >"$2"
+}
+timed "$tmp/a.tsv" "$tmp/t100.tsv" 100
+timed "$tmp/a.tsv" "$tmp/t115.tsv" 115
+timed "$tmp/a.tsv" "$tmp/t115other.tsv" 115 "another device"
+compare "$tmp/t100.tsv" "$tmp/t115.tsv" 1 "15% slower, default threshold 10%"
+expect "$tmp/cmp.out" "^REGRESSION  .*median 100.0 us -> 115.0 us" "the slower test is not named"
+compare "$tmp/t100.tsv" "$tmp/t115.tsv" 0 "15% slower under --time-threshold 20" --time-threshold 20
+compare "$tmp/t115.tsv" "$tmp/t100.tsv" 0 "faster"
+compare "$tmp/t100.tsv" "$tmp/t115other.tsv" 0 "slower on another device"
+expect "$tmp/cmp.out" "devices differ" "different devices are not noted"
+compare "$tmp/a.tsv" "$tmp/t115.tsv" 0 "times in one log only"
+
+# ---- unreadable logs: exit 2 with a message, never a crash ---------------
+head -c 300 "$tmp/a.tsv" >"$tmp/truncated.tsv"
+unreadable truncated.tsv "a log truncated in its header"
+head -c "$(($(wc -c <"$tmp/a.tsv") - 20))" "$tmp/a.tsv" >"$tmp/cut.tsv"
+unreadable cut.tsv "a log cut in its last row"
+grep -v '^# end' "$tmp/a.tsv" >"$tmp/noend.tsv"
+unreadable noend.tsv "a log cut between rows (no '# end' line)"
+grep -v "	eye	" "$tmp/a.tsv" >"$tmp/lessrows.tsv"
+unreadable lessrows.tsv "a row deleted without its '# end' count"
+grep -v '^phase	' "$tmp/a.tsv" >"$tmp/nocolumns.tsv"
+unreadable nocolumns.tsv "a log without its column line"
+sed 's/	PASS	/	PASS	extra	/' "$tmp/a.tsv" >"$tmp/columns.tsv"
+unreadable columns.tsv "a row with too many columns"
+awk -F'\t' 'BEGIN{OFS="\t"} $2=="mul" {NF=7} {print}' "$tmp/a.tsv" >"$tmp/short.tsv"
+unreadable short.tsv "a row with too few columns"
+awk -F'\t' 'BEGIN{OFS="\t"} $2=="mul" {$5="1.5e-7x"} {print}' "$tmp/a.tsv" >"$tmp/number.tsv"
+unreadable number.tsv "a bad number"
+awk -F'\t' 'BEGIN{OFS="\t"} $2=="mul" {$8="MAYBE"} {print}' "$tmp/a.tsv" >"$tmp/status.tsv"
+unreadable status.tsv "a bad status"
+printf 'not a log\n' >"$tmp/garbage.tsv"
+unreadable garbage.tsv "not a log"
+: >"$tmp/empty.tsv"
+unreadable empty.tsv "an empty file"
+unreadable nonexistent.tsv "a missing file"
+
+# ---- JUnit: valid against the schema of what it emits, failures included --
+command -v xmllint >/dev/null 2>&1 || fail "xmllint not found (Debian: apt-get install libxml2-utils)"
+for x in a f; do
+    xmllint --noout --schema tests/junit.xsd "$tmp/$x.xml" 2>"$tmp/xml.err" || { cat "$tmp/xml.err"; fail "JUnit report $x.xml invalid"; }
+    ok
+done
+expect "$tmp/a.xml" '<testsuite name="phase 2" tests="7" failures="0"' "phase 2 suite missing or miscounted"
+expect "$tmp/f.xml" '<testsuite name="phase 1" tests="2" failures="1"' "the failing run's suite miscounted"
+expect "$tmp/f.xml" '<testcase classname="phase 1" name="neg_wrong_reference/unfused"' "the failing test's case is missing"
+expect "$tmp/f.xml" '<failure message="max_diff=[0-9.e+-]* tol=exact">y: 256 of 256 elements' "the failure has no max_diff, tolerance or message"
 
 echo "report: $checks checks passed"
