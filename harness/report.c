@@ -151,8 +151,11 @@ int write_junit(const char *path, const TestResult *r, int n) {
                 end - i, fails, secs);
         for (; i < end; i++) {
             const Test *t = r[i].test;
-            fprintf(f, "    <testcase classname=\"phase %d\" name=\"%s/%s\" time=\"%.6f\"", phase, t->name, t->variant,
-                    r[i].seconds);
+            char name[160];
+            snprintf(name, sizeof name, "%s/%s", t->name, t->variant);
+            fprintf(f, "    <testcase classname=\"phase %d\" name=\"", phase);
+            xml_escaped(f, name);
+            fprintf(f, "\" time=\"%.6f\"", r[i].seconds);
             if (r[i].passed) {
                 fputs("/>\n", f);
                 continue;
@@ -164,7 +167,8 @@ int write_junit(const char *path, const TestResult *r, int n) {
         fputs("  </testsuite>\n", f);
     }
     fputs("</testsuites>\n", f);
-    if (fclose(f) != 0) {
+    int bad = ferror(f);
+    if (fclose(f) != 0 || bad) {
         fprintf(stderr, "test_deltanet: error writing the JUnit report '%s'\n", path);
         return -1;
     }

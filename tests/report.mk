@@ -1,12 +1,13 @@
 # make test-report: result logs, --compare and --junit (tests/test_report.sh);
-# build/cpu/test_failing gives it a real failing run.
+# build/cpu/test_failing gives it a real failing run, test_report_escape
+# results with text to escape.
 # make baseline: rewrite results/baseline-cpu.tsv, the CPU run that make
 # test's ladder is compared against (statuses, missing tests, max_diff growth),
 # only from a ladder that passes: a baseline must not hold failures.
 .PHONY: test-report baseline
 test-report:
-	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_failing
-	@sh tests/test_report.sh build/cpu/test_deltanet build/cpu/test_failing
+	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_failing build/cpu/test_report_escape
+	@sh tests/test_report.sh build/cpu/test_deltanet build/cpu/test_failing build/cpu/test_report_escape
 
 baseline:
 	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet
@@ -15,3 +16,8 @@ baseline:
 	    echo "baseline: the ladder failed, results/baseline-cpu.tsv left as it was"; exit 1; }
 	@mv results/baseline-cpu.tsv.tmp results/baseline-cpu.tsv
 	@echo "baseline: results/baseline-cpu.tsv rewritten ($$(tail -n 1 build/cpu/baseline-run.out))"
+
+# Results with text to escape, for test_report.sh (tests/report_escape.c).
+$(BUILD)/test_report_escape: $(BUILD)/tests/report_escape.o $(UNIT_OBJ)
+	@echo "  LINK  $@"
+	@$(LINK) $^ -o $@ $(LDLIBS)

@@ -1,11 +1,14 @@
 #!/bin/sh
 # Result logs, --compare and --junit (docs/ci.md), on a cheap subset (phases 1-2).
-#   tests/test_report.sh BINARY FAILING_BINARY
+#   tests/test_report.sh BINARY FAILING_BINARY ESCAPE_BINARY
 # FAILING_BINARY is build/cpu/test_failing: phase 1 replaced by one passing
 # and one failing test, for a real failing run's log and JUnit report.
+# ESCAPE_BINARY (tests/report_escape.c) writes a report and a log of results
+# whose text must be escaped.
 set -u
 bin=$1
 failing=$2
+escape=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 checks=0
@@ -112,7 +115,8 @@ unreadable nonexistent.tsv "a missing file"
 
 # ---- JUnit: valid against the schema of what it emits, failures included --
 command -v xmllint >/dev/null 2>&1 || fail "xmllint not found (Debian: apt-get install libxml2-utils)"
-for x in a f; do
+"$escape" "$tmp" || fail "test_report_escape could not write its report"
+for x in a f escape; do
     xmllint --noout --schema tests/junit.xsd "$tmp/$x.xml" 2>"$tmp/xml.err" || { cat "$tmp/xml.err"; fail "JUnit report $x.xml invalid"; }
     ok
 done
@@ -120,5 +124,11 @@ expect "$tmp/a.xml" '<testsuite name="phase 2" tests="7" failures="0"' "phase 2 
 expect "$tmp/f.xml" '<testsuite name="phase 1" tests="2" failures="1"' "the failing run's suite miscounted"
 expect "$tmp/f.xml" '<testcase classname="phase 1" name="neg_wrong_reference/unfused"' "the failing test's case is missing"
 expect "$tmp/f.xml" '<failure message="max_diff=[0-9.e+-]* tol=exact">y: 256 of 256 elements' "the failure has no max_diff, tolerance or message"
+
+expect "$tmp/escape.xml" 'name="odd&lt;name&gt;&amp;&quot;'"'"'/v&gt;1"' "a test name not escaped"
+expect "$tmp/escape.xml" 'max_diff=n/a tol=5.0e-01+2.5e-01' "max_diff of a test that compared nothing is not n/a"
+expect "$tmp/escape.xml" 'shape&#9;with tabs &lt;&amp;&gt;?&#10;line 1&#10;line 2 ??\[31m &quot;quoted&quot; &amp; &lt;tag&gt; 5 µs<' "a failure text not escaped"
+compare "$tmp/escape.tsv" "$tmp/escape.tsv" 1 "the log of odd text read back (its failing row still fails)"
+expect "$tmp/cmp.out" "^1 regressions (2 rows before, 2 now)" "the log of odd text lost or split a row"
 
 echo "report: $checks checks passed"
