@@ -101,15 +101,18 @@ void kdn_deltanet_fused(const KdnShape *s, const float *q, const float *k, const
  * (reference/deltanet.h's RefChunk, row-major, token rows; rows past the
  * chunk's length n are zero):
  *   gamma [ci][C]   Tinv [ci][C][C]   U [ci][C][D_v]   W [ci][C][D_k]
+ *   P [ci][C][C] = (q_i . k_j) exp(gamma_i - gamma_j) for j <= i, else 0
  * 1) every chunk of every head and sequence in parallel, one launch: */
-void kdn_intra_chunk_fused(const KdnShape *s, const float *k, const float *v, const float *g, const float *beta,
-                           float *gamma, float *Tinv, float *U, float *W);
+void kdn_intra_chunk_fused(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                           const float *beta, float *gamma, float *Tinv, float *U, float *W, float *P);
 /* 2) chunks c0 <= c < c1 of every head and sequence, one launch: the outputs
- * of those chunks' tokens and the state carried through them. state (ggml
- * layout) is read at chunk c0's start and holds the state after chunk
- * c1 - 1 on return; o is written for the tokens of chunks c0..c1-1 only. */
+ * of those chunks' tokens and the state carried through them. state_in (ggml
+ * layout) is the state at chunk c0's start; state_out (which may be the same
+ * buffer) receives the state after chunk c1 - 1; o is written for the tokens
+ * of chunks c0..c1-1 only. */
 void kdn_state_chunks_fused(const KdnShape *s, int c0, int c1, const float *q, const float *k, const float *gamma,
-                            const float *U, const float *W, float *state, float *o);
+                            const float *U, const float *W, const float *P, const float *state_in, float *state_out,
+                            float *o);
 
 #ifdef __cplusplus
 }

@@ -98,15 +98,15 @@ static void check_intra_fused(const Test *t, Ctx *c, const Shape *shape) {
     int nch = two_launch_chunks(s), C = s->chunk;
     size_t chunks = (size_t)nch * s->n_seqs * s->H_v;
     ChunkQuantities *w = two_launch_prepare(c, s);
-    kdn_intra_chunk_fused(s, dd.k, dd.v, dd.g, dd.beta, w->gamma, w->Tinv, w->U, w->W);
+    kdn_intra_chunk_fused(s, dd.q, dd.k, dd.v, dd.g, dd.beta, w->gamma, w->Tinv, w->U, w->W, w->P);
     double *gamma = host_d(c, chunks * C), *Tinv = host_d(c, chunks * C * C);
-    double *U = host_d(c, chunks * C * s->D_v), *W = host_d(c, chunks * C * s->D_k);
+    double *U = host_d(c, chunks * C * s->D_v), *W = host_d(c, chunks * C * s->D_k), *P = host_d(c, chunks * C * C);
     RefChunkWork rw = ref_chunk_work(c, s);
     for (int seq = 0; seq < s->n_seqs; seq++)
         for (int h = 0; h < s->H_v; h++)
             for (int ch = 0; ch < nch; ch++) {
                 ref_chunk_of(&rw, &d, seq, h, ch);
-                ref_chunk_place(&rw, s, ((size_t)seq * s->H_v + h) * nch + ch, gamma, Tinv, U, W);
+                ref_chunk_place(&rw, s, ((size_t)seq * s->H_v + h) * nch + ch, gamma, Tinv, U, W, P);
             }
     dn_describe(c, &sh);
     if (dev_sync(c) != 0) return;
@@ -115,6 +115,7 @@ static void check_intra_fused(const Test *t, Ctx *c, const Shape *shape) {
     expect_close(c, "Tinv", w->Tinv, Tinv, rows, C, t->tol);
     expect_close(c, "U", w->U, U, rows, s->D_v, t->tol);
     expect_close(c, "W", w->W, W, rows, s->D_k, t->tol);
+    expect_close(c, "P", w->P, P, rows, C, t->tol);
 }
 
 /* The row's shape with each grouped-head mapping in turn. */
@@ -171,7 +172,7 @@ static void t_intra_fused_vs_unfused(const Test *t, Ctx *c) {
     int nch = two_launch_chunks(s), C = s->chunk;
     size_t chunks = (size_t)nch * s->n_seqs * s->H_v;
     ChunkQuantities *fw = two_launch_prepare(c, s);
-    kdn_intra_chunk_fused(s, dd.k, dd.v, dd.g, dd.beta, fw->gamma, fw->Tinv, fw->U, fw->W);
+    kdn_intra_chunk_fused(s, dd.q, dd.k, dd.v, dd.g, dd.beta, fw->gamma, fw->Tinv, fw->U, fw->W, fw->P);
     double *gamma = host_d(c, chunks * C), *Tinv = host_d(c, chunks * C * C);
     double *U = host_d(c, chunks * C * s->D_v), *W = host_d(c, chunks * C * s->D_k);
     ChunkWork w;
@@ -188,7 +189,7 @@ static void t_intra_fused_vs_unfused(const Test *t, Ctx *c) {
                 step_wy(&w, n);
                 if (dev_sync(c) != 0) return;
                 take_unfused(c, &w, n, buf, &uw);
-                ref_chunk_place(&uw, s, ((size_t)seq * s->H_v + h) * nch + ch, gamma, Tinv, U, W);
+                ref_chunk_place(&uw, s, ((size_t)seq * s->H_v + h) * nch + ch, gamma, Tinv, U, W, NULL);
             }
     dn_describe(c, &sh);
     int rows = (int)(chunks * C);

@@ -80,7 +80,7 @@ static void t_output_with_state(const Test *t, Ctx *c) {
 }
 
 /* Chunk c0 = shape.m of every head and sequence through the fused state
- * kernel (c1 = c0 + 1) from random states, fed the reference's gamma, U and W
+ * kernel (c1 = c0 + 1) from random states, fed the reference's gamma, U, W and P
  * rounded to float: the chunk's outputs and the state after it against
  * ref_chunk_state. */
 static void t_state_chunk_fused(const Test *t, Ctx *c) {
@@ -93,6 +93,7 @@ static void t_state_chunk_fused(const Test *t, Ctx *c) {
     int nch = two_launch_chunks(s), C = s->chunk, c0 = t->shape.m, dk = s->D_k, dv = s->D_v;
     size_t chunks = (size_t)nch * s->n_seqs * s->H_v, head = (size_t)dk * dv;
     double *gamma = host_d(c, chunks * C), *U = host_d(c, chunks * C * dv), *W = host_d(c, chunks * C * dk);
+    double *P = host_d(c, chunks * C * C);
     double *o_ref = host_d(c, d.n_v), *s_ref = host_d(c, d.n_state), *s0 = dn_widen(c, d.state, d.n_state);
     RefChunkWork rw = ref_chunk_work(c, s);
     size_t row = (size_t)s->H_v * dv; /* o's stride between tokens */
@@ -105,7 +106,7 @@ static void t_state_chunk_fused(const Test *t, Ctx *c) {
             round_to_float(rw.r.U, (size_t)n * dv);
             round_to_float(rw.r.W, (size_t)n * dk);
             decay_from_gamma(&rw.r, n);
-            ref_chunk_place(&rw, s, ((size_t)seq * s->H_v + h) * nch + c0, gamma, NULL, U, W);
+            ref_chunk_place(&rw, s, ((size_t)seq * s->H_v + h) * nch + c0, gamma, NULL, U, W, P);
             size_t st = ((size_t)seq * s->H_v + h) * head;
             ref_chunk_state(n, dk, dv, rw.q, rw.k, &rw.r, s0 + st, O, s_ref + st);
             for (int i = 0; i < n; i++)
@@ -113,16 +114,17 @@ static void t_state_chunk_fused(const Test *t, Ctx *c) {
                        dv * sizeof(double));
         }
     ChunkQuantities *w = two_launch_prepare(c, s);
-    float *f = host_f(c, chunks * C * (dv > dk ? dv : dk));
-    float *dev[3] = {w->gamma, w->U, w->W};
-    double *ref[3] = {gamma, U, W};
-    size_t len[3] = {chunks * C, chunks * C * dv, chunks * C * dk};
-    for (int a = 0; a < 3; a++) {
+    int widest = C > dv ? C : dv;
+    float *f = host_f(c, chunks * C * (widest > dk ? widest : dk));
+    float *dev[4] = {w->gamma, w->U, w->W, w->P};
+    double *ref[4] = {gamma, U, W, P};
+    size_t len[4] = {chunks * C, chunks * C * dv, chunks * C * dk, chunks * C * C};
+    for (int a = 0; a < 4; a++) {
         for (size_t i = 0; i < len[a]; i++) f[i] = (float)ref[a][i];
         kdn_upload(dev[a], f, len[a] * sizeof(float));
     }
-    float *o = dev_out(c, "o", d.n_v);
-    kdn_state_chunks_fused(s, c0, c0 + 1, dd.q, dd.k, w->gamma, w->U, w->W, dd.state, o);
+    float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
+    kdn_state_chunks_fused(s, c0, c0 + 1, dd.q, dd.k, w->gamma, w->U, w->W, w->P, dd.state, s_out, o);
     dn_describe(c, &sh);
     if (dev_sync(c) != 0) return;
     int n = s->T - c0 * C < C ? s->T - c0 * C : C;
@@ -130,7 +132,7 @@ static void t_state_chunk_fused(const Test *t, Ctx *c) {
         size_t at = ((size_t)seq * s->T + (size_t)c0 * C) * row;
         expect_close(c, "o (chunk c0)", o + at, o_ref + at, n * s->H_v, dv, t->tol);
     }
-    expect_close(c, "state", dd.state, s_ref, s->n_seqs * s->H_v * dv, dk, t->tol);
+    expect_close(c, "state", s_out, s_ref, s->n_seqs * s->H_v * dv, dk, t->tol);
 }
 
 /* The whole layer by deltanet_two_launch against the reference chunked form, each

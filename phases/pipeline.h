@@ -46,7 +46,7 @@ void deltanet_unfused(ChunkWork *w, const KdnShape *s, const float *q, const flo
  * per-chunk buffers (kdn.h's layout) as device buffers of the test and returns
  * a ChunkQuantities; the run is re-runnable on the same scratch. */
 typedef struct {
-    float *gamma, *Tinv, *U, *W; /* [ci][C], [ci][C][C], [ci][C][D_v], [ci][C][D_k] */
+    float *gamma, *Tinv, *U, *W, *P; /* [ci][C], [ci][C][C], [ci][C][D_v], [ci][C][D_k], [ci][C][C] */
 } ChunkQuantities;
 int two_launch_chunks(const KdnShape *s); /* ceil(T / C) */
 void *two_launch_prepare(Ctx *c, const KdnShape *s);
@@ -63,9 +63,10 @@ typedef struct {
 } RefChunkWork;
 RefChunkWork ref_chunk_work(Ctx *c, const KdnShape *s);
 void ref_chunk_of(RefChunkWork *w, const DnData *d, int seq, int h, int ch);
-/* Copies w's gamma, Tinv (unless Tinv is NULL), U and W into chunk ci of
- * padded arrays in kdn.h's layout (zero-initialised: rows past n stay 0). */
+/* Copies w's gamma, Tinv, U, W and P = (Q K^T) .* decay (Tinv and P skipped
+ * where NULL) into chunk ci of padded arrays in kdn.h's layout
+ * (zero-initialised: rows past n stay 0). */
 void ref_chunk_place(const RefChunkWork *w, const KdnShape *s, size_t ci, double *gamma, double *Tinv, double *U,
-                     double *W);
+                     double *W, double *P);
 
 #endif

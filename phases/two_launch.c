@@ -13,16 +13,15 @@ void *two_launch_prepare(Ctx *c, const KdnShape *s) {
     w->Tinv = dev_out(c, "Tinv", chunks * C * C);
     w->U = dev_out(c, "U", chunks * C * s->D_v);
     w->W = dev_out(c, "W", chunks * C * s->D_k);
+    w->P = dev_out(c, "P", chunks * C * C);
     return w;
 }
 
 void deltanet_two_launch(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
                          const float *g, const float *beta, const float *state_in, float *o, float *state_out) {
     ChunkQuantities *w = scratch;
-    /* the state pass updates its state in place */
-    kdn_gather_rows(state_in, state_out, s->n_seqs * s->H_v * s->D_v, s->D_k, s->D_k);
-    kdn_intra_chunk_fused(s, k, v, g, beta, w->gamma, w->Tinv, w->U, w->W);
-    kdn_state_chunks_fused(s, 0, two_launch_chunks(s), q, k, w->gamma, w->U, w->W, state_out, o);
+    kdn_intra_chunk_fused(s, q, k, v, g, beta, w->gamma, w->Tinv, w->U, w->W, w->P);
+    kdn_state_chunks_fused(s, 0, two_launch_chunks(s), q, k, w->gamma, w->U, w->W, w->P, state_in, state_out, o);
 }
 
 RefChunkWork ref_chunk_work(Ctx *c, const KdnShape *s) {
@@ -59,7 +58,7 @@ void ref_chunk_of(RefChunkWork *w, const DnData *d, int seq, int h, int ch) {
 }
 
 void ref_chunk_place(const RefChunkWork *w, const KdnShape *s, size_t ci, double *gamma, double *Tinv, double *U,
-                     double *W) {
+                     double *W, double *P) {
     size_t C = (size_t)s->chunk;
     int n = w->n;
     memcpy(gamma + ci * C, w->r.gamma, n * sizeof(double));
@@ -67,4 +66,11 @@ void ref_chunk_place(const RefChunkWork *w, const KdnShape *s, size_t ci, double
     memcpy(W + ci * C * s->D_k, w->r.W, (size_t)n * s->D_k * sizeof(double));
     if (Tinv)
         for (int i = 0; i < n; i++) memcpy(Tinv + (ci * C + i) * C, w->r.Tinv + (size_t)i * n, n * sizeof(double));
+    if (P)
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j <= i; j++) {
+                double qk = 0.0;
+                for (int p = 0; p < s->D_k; p++) qk += w->q[(size_t)i * s->D_k + p] * w->k[(size_t)j * s->D_k + p];
+                P[(ci * C + i) * C + j] = qk * w->r.decay[(size_t)i * n + j];
+            }
 }

@@ -119,3 +119,22 @@ void kdn_launch_refused(const char *kernel, const char *why);
 #endif
 
 #define KDN_CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
+
+// Four consecutive floats at a 16-byte aligned address: one vector load or
+// store on the GPUs (dwordx4 on gfx906), four scalar ones on the CPU.
+#if defined(KDN_BACKEND_CPU)
+__device__ __forceinline__ void kdn_load4(const float *p, float out[4]) {
+    for (int u = 0; u < 4; u++) out[u] = p[u];
+}
+__device__ __forceinline__ void kdn_store4(float *p, const float in[4]) {
+    for (int u = 0; u < 4; u++) p[u] = in[u];
+}
+#else
+__device__ __forceinline__ void kdn_load4(const float *p, float out[4]) {
+    const float4 v = *(const float4 *)p;
+    out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+}
+__device__ __forceinline__ void kdn_store4(float *p, const float in[4]) {
+    *(float4 *)p = make_float4(in[0], in[1], in[2], in[3]);
+}
+#endif
