@@ -89,7 +89,7 @@ void bench_print_method(FILE *out, int reps) {
 void bench_print(FILE *out, const BenchResult *bench, int n) {
     if (n == 0) return;
     const Peak *p = is_cpu_backend() ? NULL : device_peak();
-    fprintf(out, "       %-11s %12s %12s %9s %10s", "bench", "median us", "min us", "GB/s", "GFLOP/s");
+    fprintf(out, "       %-13s %12s %12s %9s %10s", "bench", "median us", "min us", "GB/s", "GFLOP/s");
     if (p) fprintf(out, " %6s %6s", "%bw", "%fp32");
     fprintf(out, " %9s %5s  speed-up vs %s%s\n", "launches", "runs", bench[0].label,
             is_cpu_backend() ? "  (CPU executor: emulation, not performance)" : "");
@@ -97,7 +97,7 @@ void bench_print(FILE *out, const BenchResult *bench, int n) {
         const BenchResult *b = &bench[i];
         double s = b->median_ms * 1e-3;
         double gbs = b->bytes / s * 1e-9, gflops = b->flops / s * 1e-9;
-        fprintf(out, "       %-11s %12.1f %12.1f %9.1f %10.1f", b->label, b->median_ms * 1e3, b->min_ms * 1e3, gbs,
+        fprintf(out, "       %-13s %12.1f %12.1f %9.1f %10.1f", b->label, b->median_ms * 1e3, b->min_ms * 1e3, gbs,
                 gflops);
         if (p) fprintf(out, " %6.1f %6.1f", 100.0 * gbs / p->gbytes_s, 100.0 * gflops / (p->tflops * 1e3));
         fprintf(out, " %9ld %5d  x%.2f\n", b->launches, b->runs, bench[0].median_ms / b->median_ms);

@@ -34,7 +34,7 @@ typedef struct {
 } DevBuf;
 
 /* One bench_work label's timing (--bench). */
-#define MAX_BENCH 4
+#define MAX_BENCH 8
 typedef struct {
     const char *label;
     double median_ms, min_ms;

@@ -21,6 +21,9 @@ void *kdn_malloc(size_t bytes);      /* NULL on failure */
 void kdn_free(void *p);
 int kdn_upload(void *dst, const void *src, size_t bytes);
 int kdn_download(void *dst, const void *src, size_t bytes);
+/* Device-to-device copy, enqueued like a kernel (the runtime's own copy:
+ * the bandwidth reference of --bench). */
+int kdn_copy(void *dst, const void *src, size_t bytes);
 /* Waits for all queued work. Returns NULL when everything succeeded, else a
  * message naming the failing kernel; the error is consumed. */
 const char *kdn_sync(void);

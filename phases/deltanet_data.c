@@ -150,6 +150,13 @@ Shape dn_backend_shape(const Shape *sh) {
     return s;
 }
 
+Shape dn_setup(Ctx *c, const Shape *shape, DnData *d, DnDevice *dd) {
+    Shape sh = dn_backend_shape(shape);
+    dn_generate(c, &sh, d);
+    dn_upload(c, d, dd);
+    return sh;
+}
+
 Shape dn_chunk_shape(const Shape *sh) {
     Shape s = *sh;
     s.T = sh->chunk;

@@ -25,6 +25,9 @@ typedef struct {
     float *q, *k, *v, *g, *beta, *state;
 } DnDevice;
 void dn_upload(Ctx *c, const DnData *d, DnDevice *dd);
+/* A test's usual start: shape for this backend (dn_backend_shape), inputs
+ * generated and uploaded; returns the shape used. */
+Shape dn_setup(Ctx *c, const Shape *shape, DnData *d, DnDevice *dd);
 RefInputs dn_ref_inputs(const DnData *d);
 /* Widens a float array into a new double array owned by the test. */
 double *dn_widen(Ctx *c, const float *x, size_t n);

@@ -89,11 +89,9 @@ static void t_intra_chunk(const Test *t, Ctx *c) {
  * the shape at once, against ref_chunk_intra on each chunk's inputs (padded
  * rows and columns must be exactly 0). */
 static void check_intra_fused(const Test *t, Ctx *c, const Shape *shape) {
-    Shape sh = dn_backend_shape(shape);
     DnData d;
     DnDevice dd;
-    dn_generate(c, &sh, &d);
-    dn_upload(c, &d, &dd);
+    Shape sh = dn_setup(c, shape, &d, &dd);
     const KdnShape *s = &d.ks;
     int nch = two_launch_chunks(s), C = s->chunk;
     size_t chunks = (size_t)nch * s->n_seqs * s->H_v;
@@ -163,11 +161,9 @@ static void take_unfused(Ctx *c, const ChunkWork *w, int n, float *buf, RefChunk
  * (step_attn_pre, step_solve, step_wy) run chunk by chunk on the same device
  * inputs: two float computations of the same quantities. */
 static void t_intra_fused_vs_unfused(const Test *t, Ctx *c) {
-    Shape sh = dn_backend_shape(&t->shape);
     DnData d;
     DnDevice dd;
-    dn_generate(c, &sh, &d);
-    dn_upload(c, &d, &dd);
+    Shape sh = dn_setup(c, &t->shape, &d, &dd);
     const KdnShape *s = &d.ks;
     int nch = two_launch_chunks(s), C = s->chunk;
     size_t chunks = (size_t)nch * s->n_seqs * s->H_v;

@@ -84,11 +84,9 @@ static void t_output_with_state(const Test *t, Ctx *c) {
  * rounded to float: the chunk's outputs and the state after it against
  * ref_chunk_state. */
 static void t_state_chunk_fused(const Test *t, Ctx *c) {
-    Shape sh = dn_backend_shape(&t->shape);
     DnData d;
     DnDevice dd;
-    dn_generate(c, &sh, &d);
-    dn_upload(c, &d, &dd);
+    Shape sh = dn_setup(c, &t->shape, &d, &dd);
     const KdnShape *s = &d.ks;
     int nch = two_launch_chunks(s), C = s->chunk, c0 = t->shape.m, dk = s->D_k, dv = s->D_v;
     size_t chunks = (size_t)nch * s->n_seqs * s->H_v, head = (size_t)dk * dv;

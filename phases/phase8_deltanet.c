@@ -44,6 +44,7 @@ static const Layer UNFUSED = {"unfused", unfused_prepare, unfused_run};
 static const Layer RECURRENT = {"recurrent", NULL, recurrent_run};
 static const Layer FUSED = {"fused", NULL, fused_run};
 static const Layer TWO_LAUNCH = {"two_launch", two_launch_prepare, deltanet_two_launch};
+static const Layer AUTO = {"auto", two_launch_prepare, deltanet_auto};
 
 typedef struct {
     const Layer *layer;
@@ -68,11 +69,9 @@ static void call_layer(Ctx *c, const Layer *layer, const DnData *d, const DnDevi
 
 /* Runs one layer implementation on one shape and compares with the recurrence. */
 static void check_layer(const Test *t, Ctx *c, const Shape *shape, const Layer *layer) {
-    Shape sh = dn_backend_shape(shape);
     DnData d;
     DnDevice dd;
-    dn_generate(c, &sh, &d);
-    dn_upload(c, &d, &dd);
+    Shape sh = dn_setup(c, shape, &d, &dd);
     double *o_ref = host_d(c, d.n_v), *s_ref = host_d(c, d.n_state);
     RefInputs in = dn_ref_inputs(&d);
     ref_deltanet_recurrent(&d.rs, &in, o_ref, s_ref);
@@ -108,11 +107,9 @@ static void t_two_launch(const Test *t, Ctx *c) { check_both_maps(t, c, &TWO_LAU
  * second one's outputs are the reference (each is checked against the
  * recurrence by its own rows). */
 static void agree(const Test *t, Ctx *c, const Layer *first, const Layer *second) {
-    Shape sh = dn_backend_shape(&t->shape);
     DnData d;
     DnDevice dd;
-    dn_generate(c, &sh, &d);
-    dn_upload(c, &d, &dd);
+    Shape sh = dn_setup(c, &t->shape, &d, &dd);
     float *o1 = dev_out(c, "o_first", d.n_v), *s1 = dev_out(c, "state_first", d.n_state);
     float *o2 = dev_out(c, "o_second", d.n_v), *s2 = dev_out(c, "state_second", d.n_state);
     call_layer(c, first, &d, &dd, o1, s1);
@@ -129,6 +126,22 @@ static void agree(const Test *t, Ctx *c, const Layer *first, const Layer *second
 static void t_fused_vs_unfused(const Test *t, Ctx *c) { agree(t, c, &FUSED, &UNFUSED); }
 static void t_recurrent_vs_fused(const Test *t, Ctx *c) { agree(t, c, &RECURRENT, &FUSED); }
 static void t_two_launch_vs_fused(const Test *t, Ctx *c) { agree(t, c, &TWO_LAUNCH, &FUSED); }
+/* The automatic choice against the reference, then its launch count: one
+ * (recurrent) up to AUTO_RECURRENT_MAX_T tokens, two (chunked) past it. */
+static void t_auto(const Test *t, Ctx *c) {
+    check_both_maps(t, c, &AUTO);
+    if (test_failed(c)) return;
+    DnData d;
+    DnDevice dd;
+    Shape sh = dn_setup(c, &t->shape, &d, &dd);
+    float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
+    void *scratch = AUTO.prepare(c, &d.ks);
+    long before = kdn_launch_count();
+    AUTO.run(scratch, &d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
+    long launches = kdn_launch_count() - before, want = sh.T <= AUTO_RECURRENT_MAX_T ? 1 : 2;
+    if (dev_sync(c) == 0 && launches != want)
+        test_fail(c, "T = %d: %ld launches, want %ld (%s)", sh.T, launches, want, want == 1 ? "recurrent" : "chunked");
+}
 
 /* Tokens t0 .. t0+n-1 of every sequence of a [width, T, n_seqs] tensor. */
 static float *slice_tokens(Ctx *c, const float *x, size_t width, int T, int n_seqs, int t0, int n) {
@@ -275,6 +288,51 @@ static void check_heads(const Test *t, Ctx *c, const DnData *d, const char *labe
     }
 }
 
+/* Decode bandwidth references for the T = 1 rows (docs/performance.md):
+ * state_copy is the runtime's device-to-device copy of the state (read and
+ * write, the same bytes the recurrent kernel moves); recurrent_x36 is a
+ * decode step of Qwen3-Next's 36 Delta-Net layers, back-to-back calls each
+ * on its own state (36 states of B = 1 are 72 MB, more than an H100's L2),
+ * its time for all 36 calls. */
+enum { DECODE_LAYERS = 36 };
+
+typedef struct {
+    const KdnShape *s;
+    DnDevice in;
+    const float *state[DECODE_LAYERS];
+    float *next[DECODE_LAYERS], *o;
+    size_t state_bytes;
+} DecodeCalls;
+
+static void run_state_copy(void *arg) {
+    DecodeCalls *d = arg;
+    kdn_copy(d->next[0], d->in.state, d->state_bytes);
+}
+
+static void run_decode_layers(void *arg) {
+    DecodeCalls *d = arg;
+    for (int l = 0; l < DECODE_LAYERS; l++)
+        kdn_deltanet_recurrent(d->s, d->in.q, d->in.k, d->in.v, d->in.g, d->in.beta, d->state[l], d->o, d->next[l]);
+}
+
+static void bench_decode_references(Ctx *c, const DnData *d, const DnDevice *dd) {
+    DecodeCalls dc = {&d->ks, *dd, {NULL}, {NULL}, dev_out(c, "o", d->n_v), d->n_state * sizeof(float)};
+    int layers = d->ks.n_seqs == 1 ? DECODE_LAYERS : 1;
+    float *states = dev_out(c, "states", 2 * layers * d->n_state);
+    for (int l = 0; l < layers; l++) {
+        float *st = states + 2 * l * d->n_state;
+        kdn_copy(st, dd->state, dc.state_bytes);
+        dc.state[l] = st;
+        dc.next[l] = st + d->n_state;
+    }
+    bench_work(c, "state_copy", run_state_copy, &dc, 2.0 * dc.state_bytes, 0.0);
+    if (layers == DECODE_LAYERS) {
+        double bytes, flops;
+        dn_layer_cost(&d->ks, &bytes, &flops);
+        bench_work(c, "recurrent_x36", run_decode_layers, &dc, DECODE_LAYERS * bytes, DECODE_LAYERS * flops);
+    }
+}
+
 /* CPU build: the heads quartered, T capped at 64 and B at 4, said on the line. */
 static void t_compare(const Test *t, Ctx *c) {
     Shape sh = dn_backend_shape(&t->shape);
@@ -284,7 +342,7 @@ static void t_compare(const Test *t, Ctx *c) {
     DnDevice dd;
     dn_generate(c, &sh, &d);
     dn_upload(c, &d, &dd);
-    static const Layer *const impls[] = {&UNFUSED, &RECURRENT, &TWO_LAUNCH, &FUSED};
+    static const Layer *const impls[] = {&UNFUSED, &RECURRENT, &TWO_LAUNCH, &AUTO, &FUSED};
     enum { N_IMPL = sizeof impls / sizeof impls[0] };
     float *o[N_IMPL], *st[N_IMPL];
     for (int i = 0; i < N_IMPL && !test_failed(c); i++) {
@@ -305,6 +363,7 @@ static void t_compare(const Test *t, Ctx *c) {
         expect_close(c, impls[i]->label, o[i], o_fused, sh.T * sh.n_seqs * sh.H_v, sh.D_v, t->tol);
         expect_close(c, impls[i]->label, st[i], s_fused, sh.n_seqs * sh.H_v * sh.D_v, sh.D_k, t->tol);
     }
+    if (!test_failed(c) && sh.T == 1) bench_decode_references(c, &d, &dd);
     char note[64] = "";
     if (sh.T != t->shape.T || sh.n_seqs != t->shape.n_seqs)
         snprintf(note, sizeof note, " (CPU build; row: T=%d B=%d)", t->shape.T, t->shape.n_seqs);
@@ -355,6 +414,9 @@ static const Test tests[] = {
     {8, "two_launch_gqa3_c32", "fused", TOL_CHUNK, {HEADS(100, 2, 2, 6, 32), .state = 1}, t_two_launch},
     {8, "two_launch_strong_decay", "fused", TOL_CHUNK, {QWEN(130, 1), .decay = DECAY_STRONG, .state = 1}, t_two_launch},
     {8, "two_launch_vs_fused", "fused", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_two_launch_vs_fused},
+    /* the automatic choice on each side of AUTO_RECURRENT_MAX_T */
+    {8, "auto_short", "fused", TOL_CHUNK, {QWEN(AUTO_RECURRENT_MAX_T, 2), .state = 1}, t_auto},
+    {8, "auto_long", "fused", TOL_CHUNK, {QWEN(AUTO_RECURRENT_MAX_T + 1, 2), .state = 1}, t_auto},
     /* the comparison view: every variant on Qwen3-Next shapes */
     {8, "compare_T1_B1", "all", TOL_CHUNK, {QWEN(1, 1), .state = 1}, t_compare},
     {8, "compare_T1_B4", "all", TOL_CHUNK, {QWEN(1, 4), .state = 1}, t_compare},

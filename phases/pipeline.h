@@ -53,6 +53,14 @@ void *two_launch_prepare(Ctx *c, const KdnShape *s);
 void deltanet_two_launch(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
                          const float *g, const float *beta, const float *state_in, float *o, float *state_out);
 
+/* The layer as a caller should run it: the token-recurrent kernel (one
+ * launch) up to AUTO_RECURRENT_MAX_T tokens per sequence, the two-launch
+ * chunked form past it. The crossover is measured on the H100 by
+ * tools/crossover.sh (docs/performance.md); scratch from two_launch_prepare. */
+#define AUTO_RECURRENT_MAX_T 160
+void deltanet_auto(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                   const float *beta, const float *state_in, float *o, float *state_out);
+
 /* Reference side: one chunk's inputs gathered from the ggml tensors (double,
  * token rows) and its ref_chunk_intra, in host scratch reused chunk after
  * chunk (the harness caps a test's host arrays). */

@@ -24,6 +24,14 @@ void deltanet_two_launch(void *scratch, const KdnShape *s, const float *q, const
     kdn_state_chunks_fused(s, 0, two_launch_chunks(s), q, k, w->gamma, w->U, w->W, w->P, state_in, state_out, o);
 }
 
+void deltanet_auto(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                   const float *beta, const float *state_in, float *o, float *state_out) {
+    if (s->T <= AUTO_RECURRENT_MAX_T)
+        kdn_deltanet_recurrent(s, q, k, v, g, beta, state_in, o, state_out);
+    else
+        deltanet_two_launch(scratch, s, q, k, v, g, beta, state_in, o, state_out);
+}
+
 RefChunkWork ref_chunk_work(Ctx *c, const KdnShape *s) {
     int C = s->chunk;
     RefChunkWork w;

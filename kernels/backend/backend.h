@@ -29,6 +29,8 @@
 #define gpuMemcpy hipMemcpy
 #define gpuMemcpyHostToDevice hipMemcpyHostToDevice
 #define gpuMemcpyDeviceToHost hipMemcpyDeviceToHost
+#define gpuMemcpyDeviceToDevice hipMemcpyDeviceToDevice
+#define gpuMemcpyAsync hipMemcpyAsync
 #define gpuDeviceSynchronize hipDeviceSynchronize
 #define gpuEvent_t hipEvent_t
 #define gpuEventCreate hipEventCreate
@@ -62,6 +64,8 @@
 #define gpuMemcpy cudaMemcpy
 #define gpuMemcpyHostToDevice cudaMemcpyHostToDevice
 #define gpuMemcpyDeviceToHost cudaMemcpyDeviceToHost
+#define gpuMemcpyDeviceToDevice cudaMemcpyDeviceToDevice
+#define gpuMemcpyAsync cudaMemcpyAsync
 #define gpuDeviceSynchronize cudaDeviceSynchronize
 #define gpuEvent_t cudaEvent_t
 #define gpuEventCreate cudaEventCreate

@@ -31,6 +31,11 @@ int kdn_upload(void *dst, const void *src, size_t bytes) {
     memcpy(dst, src, bytes);
     return 0;
 }
+int kdn_copy(void *dst, const void *src, size_t bytes) {
+    memmove(dst, src, bytes);
+    return 0;
+}
+
 int kdn_download(void *dst, const void *src, size_t bytes) {
     memcpy(dst, src, bytes);
     return 0;

@@ -70,6 +70,10 @@ int kdn_upload(void *dst, const void *src, size_t bytes) {
     return gpuMemcpy(dst, src, bytes, gpuMemcpyHostToDevice) == gpuSuccess ? 0 : -1;
 }
 
+int kdn_copy(void *dst, const void *src, size_t bytes) {
+    return gpuMemcpyAsync(dst, src, bytes, gpuMemcpyDeviceToDevice, 0) == gpuSuccess ? 0 : -1;
+}
+
 int kdn_download(void *dst, const void *src, size_t bytes) {
     return gpuMemcpy(dst, src, bytes, gpuMemcpyDeviceToHost) == gpuSuccess ? 0 : -1;
 }
