@@ -425,6 +425,7 @@ static const Test tests[] = {
     {8, "compare_T64_B4", "all", TOL_CHUNK, {QWEN(64, 4), .state = 1}, t_compare},
     {8, "compare_T512_B1", "all", TOL_CHUNK, {QWEN(512, 1), .state = 1}, t_compare},
     {8, "compare_T512_B4", "all", TOL_CHUNK, {QWEN(512, 4), .state = 1}, t_compare},
+    {8, "compare_T1024_B1", "all", TOL_LAYER_LONG, {QWEN(1024, 1), .state = 1}, t_compare},
     {8, "compare_T4096_B1", "all", TOL_LAYER_LONG, {QWEN(4096, 1), .state = 1}, t_compare},
     {8, "compare_T4096_B4", "all", TOL_LAYER_LONG, {QWEN(4096, 4), .state = 1}, t_compare},
     {8, "compare_T16384_B1", "all", TOL_LAYER_LONG, {QWEN(16384, 1), .state = 1}, t_compare},
