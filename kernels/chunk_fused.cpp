@@ -65,6 +65,7 @@
 // gamma_last - gamma_j). Vector loads need D_k and D_v multiples of 4 and
 // 16-byte aligned tensors; other shapes run the same code with scalar loads.
 #include "backend/backend.h"
+#include "heads.h"
 #include "kdn.h"
 
 static const int kMaxDk = 128;
@@ -94,10 +95,6 @@ __device__ __forceinline__ void store4(float *p, int valid, const float in[4]) {
     KDN_UNROLL
     for (int u = 0; u < 4; u++)
         if (u < valid) p[u] = in[u];
-}
-
-static __device__ __forceinline__ int key_head(int h, int H_k, int H_v, int head_map) {
-    return head_map == 0 ? h % H_k : h / (H_v / H_k);
 }
 
 // ---- 1) intra-chunk ---------------------------------------------------------
@@ -315,7 +312,7 @@ __global__ __launch_bounds__(kIntraThreads) void kernel_intra_chunk_fused(
     IntraLds<C> &L = *(IntraLds<C> *)lds_raw;
     const int tid = (int)threadIdx.x;
     const int c = (int)blockIdx.x, h = (int)blockIdx.y, seq = (int)blockIdx.z;
-    const int hk = key_head(h, H_k, H_v, head_map);
+    const int hk = kdn_key_head(h, H_k, H_v, head_map);
     const int t0 = c * C, n = T - t0 < C ? T - t0 : C;
     const size_t tok0 = (size_t)seq * T + t0;
     const size_t ci = ((size_t)seq * H_v + h) * gridDim.x + c;
@@ -369,7 +366,7 @@ __global__ __launch_bounds__(kStateThreads) void kernel_state_chunks_fused(
     const int RT = C / kRowGroups; // token rows per thread in G1 and G2
     const int tid = (int)threadIdx.x, rg = tid / kQuads, cq = tid % kQuads * 4;
     const int b0 = (int)blockIdx.x * kBV, h = (int)blockIdx.y, seq = (int)blockIdx.z;
-    const int hk = key_head(h, H_k, H_v, head_map);
+    const int hk = kdn_key_head(h, H_k, H_v, head_map);
     const int ncols = D_v - (b0 + cq); // this thread's columns that exist (may be <= 0)
     const int n_chunks = (T + C - 1) / C;
     const size_t head = ((size_t)seq * H_v + h) * D_v * D_k;

@@ -51,6 +51,7 @@
 // strong decay.
 #include "backend/backend.h"
 #include "backend/wave.h"
+#include "heads.h"
 #include "kdn.h"
 
 static const int kThreads = 512;
@@ -330,7 +331,7 @@ __global__ __launch_bounds__(kThreads, 1) void kernel_deltanet_fused(const float
     FusedLds<C> &L = *(FusedLds<C> *)lds_raw;
     const int tid = (int)threadIdx.x;
     const int b0 = (int)blockIdx.x * kBV, h = (int)blockIdx.y, seq = (int)blockIdx.z;
-    const int hk = head_map == 0 ? h % H_k : h / (H_v / H_k);
+    const int hk = kdn_key_head(h, H_k, H_v, head_map);
     const size_t head = ((size_t)seq * H_v + h) * D_v * D_k;
     const size_t q_stride = (size_t)H_k * D_k, v_stride = (size_t)H_v * D_v;
 

@@ -49,6 +49,7 @@
 // kdn_launch_refused, so kdn_sync() returns the failure on every backend.
 #include "backend/backend.h"
 #include "backend/wave.h"
+#include "heads.h"
 #include "kdn.h"
 
 static const int kGroup = 16;                          // lanes per state column
@@ -110,7 +111,7 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(
     const int col = (int)blockIdx.x * kColsPerBlock + tid / kGroup;
     const int h = (int)blockIdx.y;
     const int seq = (int)blockIdx.z;
-    const int hk = head_map == 0 ? h % H_k : h / (H_v / H_k);
+    const int hk = kdn_key_head(h, H_k, H_v, head_map);
     // Columns past D_v (last workgroup only) still run, so that every lane
     // joins the shuffles; they read column D_v - 1 and store nothing.
     const bool col_ok = col < D_v;
