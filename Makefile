@@ -26,7 +26,7 @@ ifeq ($(BACKEND),hip)
   RUNTIME := kernels/backend/runtime_gpu.cpp
 else ifeq ($(BACKEND),cuda)
   KCXX    := $(NVCC)
-  KFLAGS  := -x cu -arch=$(CUDA_ARCH) -O3 -DKDN_BACKEND_CUDA -DKDN_TARGET='"$(CUDA_ARCH)"' -Xcompiler "$(WARN)"
+  KFLAGS  := -x cu -arch=$(CUDA_ARCH) -O3 -lineinfo -DKDN_BACKEND_CUDA -DKDN_TARGET='"$(CUDA_ARCH)"' -Xcompiler "$(WARN)"
   LINK    := $(NVCC) -arch=$(CUDA_ARCH)
   RUNTIME := kernels/backend/runtime_gpu.cpp
 else ifeq ($(BACKEND),cpu)

@@ -9,22 +9,23 @@
 //   grid      (n_chunks, H_v, n_seqs): a workgroup per chunk of one head of
 //             one sequence; chunks are independent, so a 4k-token prompt of
 //             Qwen3-Next (H_v = 32, C = 64) gives 2048 workgroups.
-//   workgroup 256 threads (4 waves on gfx906). Keys, queries and values are
-//             read from global memory (L1/L2) by the thread that multiplies
-//             them, as 16-byte vectors; LDS holds only the C x C triangle
-//             matrix and per-token vectors (21.7 KB at C = 64), so two or
-//             three workgroups share a CU.
+//   workgroup 256 threads (4 waves on gfx906). Keys and queries pass
+//             through LDS 16 columns at a time (phase c); values and keys are
+//             read from L1/L2 as 16-byte vectors in phase e. LDS: the C x C
+//             triangle matrix, the staged slice and per-token vectors
+//             (31.2 KB at C = 64), so two workgroups share a gfx906 CU.
 //   phases (a barrier after each):
 //     a. beta and the raw log decays g to LDS (0 past n).
 //     b. thread t < C: gamma_t (gamma_last past n), summed in double in the
 //        same order by every such thread and rounded once (a difference
 //        gamma_i - gamma_j then errs by 2u|gamma| instead of C u |gamma|),
-//        and beta_t e^gamma_t.
+//        and e^gamma_t.
 //     c. 4 x 4 tiles of the lower triangle, one per job, jobs spread over
 //        the threads: A = -beta_i k_i.k_j e^(gamma_i - gamma_j) (strictly
 //        lower, stored transposed in the upper triangle of m) and
 //        P = q_i.k_j e^(gamma_i - gamma_j) (with the diagonal, straight to
-//        global memory; zeros above).
+//        global memory; zeros above). Tiles are sums of outer products of
+//        4-token pieces of the staged key/query columns (see intra_tiles).
 //     d. Tinv = (I - A)^-1 by 16 x 16 blocks: each of the first C threads
 //        inverts one column of a diagonal block by forward substitution in
 //        registers; then block row I (I = 1 .. C/16 - 1) left of its diagonal
@@ -32,12 +33,14 @@
 //        each. Tinv goes to the lower triangle (with the diagonal) of m, which
 //        A^T does not use, so no phase reads an entry it or another thread
 //        writes in the same interval.
-//     e. U = Tinv (beta V) and W = Tinv (beta e^gamma K): thread
-//        (tid / 32, tid % 32) owns C / 8 consecutive rows and 4 consecutive
-//        columns (passes of 128 columns): per source row j one 16-byte load
-//        (the 32 lanes of a row group read 512 contiguous bytes) and C / 8
-//        broadcast LDS reads feed 4 C / 8 FMAs; the loop stops at the
-//        thread's last row, as Tinv is lower triangular.
+//     e. Tinv to memory, and m's lower triangle scaled to Tinv diag(beta)
+//        (zeros above). U = (Tinv diag beta) V and W = (Tinv diag beta)
+//        (e^gamma K): thread (tid / 32, tid % 32) owns C / 8 consecutive rows
+//        and 4 consecutive columns (passes of 128 columns): per 4 source rows
+//        four 16-byte loads (the 32 lanes of a row group read 512 contiguous
+//        bytes of each) and one 16-byte broadcast LDS read per owned row feed
+//        16 FMAs per row; the loop stops at the thread's last row, as Tinv is
+//        lower triangular.
 //
 // 2) kernel_state_chunks_fused
 //   grid      (D_v / 32, H_v, n_seqs): a workgroup owns a D_k x 32 slab of one
@@ -53,10 +56,12 @@
 //             G3  S <- e^gamma_last S + K^T (e^(gamma_last - gamma) V_new)
 //                 for state rows 4 rg .. 4 rg + 3, which the thread keeps in
 //                 registers from chunk to chunk and also writes to LDS for the
-//                 next chunk's G1.
-//             A barrier after V_new is stored, after G2, after V_new is
-//             rescaled in place, and after G3: 4 per chunk.
-//   LDS       S 128 x 32 + V_new C x 32 floats: 24 KB at C = 64, so two
+//                 next chunk's G1; V_new is stored twice, as is for G2 and
+//                 with its row factors for G3.
+//             A barrier after V_new is stored and after G3: 2 per chunk (G2
+//             and G3 only read V_new, and G3 writes only the thread's own
+//             rows of S, which nobody reads before the second barrier).
+//   LDS       S 128 x 32 + 2 V_new C x 32 floats: 32 KB at C = 64, so two
 //             workgroups (8 waves, 2 per SIMD) share a gfx906 CU.
 //
 // Both kernels use dynamic LDS (the launchers static_assert <= 64 KB). C = 32
@@ -100,20 +105,27 @@ __device__ __forceinline__ void store4(float *p, int valid, const float in[4]) {
 // ---- 1) intra-chunk ---------------------------------------------------------
 static const int kIntraThreads = 256;
 static const int kTile = 4;     // phase c tiles are kTile x kTile
+static const int kSlice = 16;   // key/query columns staged in LDS per phase c step
+static const int kPieces = 4;   // columns of a slice whose LDS reads are issued together
 static const int kBlock = 16;   // diagonal blocks of the blocked inversion
 static const int kWyQuads = 32; // column quads of a phase e pass (128 columns)
 static const int kWyGroups = kIntraThreads / kWyQuads;
-static const int kWyBatch = 4;  // source rows per batch of phase e (C / 8 rows of Tinv stay in registers)
+static const int kWyBatch = 4;  // source rows per batch of phase e: one 16-byte LDS read per Tinv row
 
 template <int C>
 struct IntraLds {
     static_assert(C % kBlock == 0 && C % kWyGroups == 0 && C <= kIntraThreads, "C must split into the blocks");
-    float m[C][C + 1];    // A^T strictly above the diagonal, Tinv on and below it
-    float r[kBlock][C];   // A_I,<I Tinv_<I of the block row being solved
-    float graw[C];        // raw log decays
+    static_assert(C * (kSlice / 4) <= kIntraThreads, "a thread stages one 4-column piece of a key and a query row");
+    // A^T strictly above the diagonal, Tinv on and below it; rows 16-byte
+    // aligned for phase e's vector reads.
+    float m[C][C + 4];
+    float r[kBlock][C];      // A_I,<I Tinv_<I of the block row being solved
+    float kt[kSlice][C + 4]; // keys' columns p0 .. p0 + kSlice - 1, transposed
+    float qt[kSlice][C + 4]; // the same columns of the queries
+    float graw[C];           // raw log decays
     float gamma[C];
     float beta[C];
-    float kscale[C];      // beta_t e^gamma_t, W's row factor
+    float egamma[C];         // e^gamma_t: W's row factor besides beta
 };
 
 // Phase b; also writes gamma out (0 past n).
@@ -129,94 +141,114 @@ __device__ void intra_gamma(IntraLds<C> &L, int n, float *gamma_out) {
     if (tid >= n) mine = acc; // gamma_last: e^(gamma_i - gamma_j) stays <= 1 on padding rows
     const float gm = (float)mine;
     L.gamma[tid] = gm;
-    L.kscale[tid] = L.beta[tid] * expf(gm);
+    L.egamma[tid] = expf(gm);
     gamma_out[tid] = tid < n ? gm : 0.0f;
 }
 
-// acc[x][u][w] = xs[x]_(r0 + u) . k_(r1 + w) over D_k for NX left operands,
-// rows past n zero; all rows are `stride` floats apart.
-template <bool kVec, int NX>
-__device__ __forceinline__ void dot_tiles(const float *const xs[NX], const float *k, size_t stride, int r0, int r1,
-                                          int n, int D_k, float acc[NX][kTile][kTile]) {
-    KDN_UNROLL
-    for (int x = 0; x < NX; x++)
-        KDN_UNROLL
-        for (int u = 0; u < kTile; u++)
-            KDN_UNROLL
-            for (int w = 0; w < kTile; w++) acc[x][u][w] = 0.0f;
-    const int S = kSteps / NX; // the same registers for the loads whatever NX
-    for (int p0 = 0; p0 < D_k; p0 += 4 * S) {
-        float a[S][NX][kTile][4], b[S][kTile][4];
-        KDN_UNROLL
-        for (int st = 0; st < S; st++)
-            KDN_UNROLL
-            for (int u = 0; u < kTile; u++) {
-                const int p = p0 + 4 * st;
-                KDN_UNROLL
-                for (int x = 0; x < NX; x++)
-                    load4<kVec>(xs[x] + (r0 + u) * stride + p, r0 + u < n ? D_k - p : 0, a[st][x][u]);
-                load4<kVec>(k + (r1 + u) * stride + p, r1 + u < n ? D_k - p : 0, b[st][u]);
-            }
-        KDN_UNROLL
-        for (int st = 0; st < S; st++)
-            KDN_UNROLL
-            for (int x = 0; x < NX; x++)
-                KDN_UNROLL
-                for (int u = 0; u < kTile; u++)
-                    KDN_UNROLL
-                    for (int w = 0; w < kTile; w++)
-                        KDN_UNROLL
-                        for (int e = 0; e < 4; e++) acc[x][u][w] = fmaf(a[st][x][u][e], b[st][w][e], acc[x][u][w]);
-    }
+// One slice of phase c's staging: thread t holds row t / (kSlice / 4) of the
+// keys (x = 0) and queries (x = 1) at columns p0 + 4 (t % (kSlice / 4)) ..
+// (rows past n and columns past D_k zero).
+template <int C, bool kVec>
+__device__ __forceinline__ void slice_load(const float *qc, const float *kc, size_t stride, int n, int D_k, int p0,
+                                           float buf[2][4]) {
+    const int t = (int)threadIdx.x, row = t / (kSlice / 4), p = p0 + t % (kSlice / 4) * 4;
+    if (row >= C) return;
+    load4<kVec>(kc + row * stride + p, row < n ? D_k - p : 0, buf[0]);
+    load4<kVec>(qc + row * stride + p, row < n ? D_k - p : 0, buf[1]);
 }
 
-// Stores tile (ti, tj) of A (into m, transposed; strictly lower entries only)
-// or of P (to global memory, zero above the diagonal).
 template <int C>
-__device__ __forceinline__ void store_tile(IntraLds<C> &L, bool is_p, int ti, int tj, const float acc[kTile][kTile],
-                                           float *P) {
+__device__ __forceinline__ void slice_store(IntraLds<C> &L, const float buf[2][4]) {
+    const int t = (int)threadIdx.x, row = t / (kSlice / 4), p = t % (kSlice / 4) * 4;
+    if (row >= C) return;
     KDN_UNROLL
-    for (int u = 0; u < kTile; u++)
-        KDN_UNROLL
-        for (int w = 0; w < kTile; w++) {
-            const int i = ti * kTile + u, j = tj * kTile + w;
-            const float d = j <= i ? expf(L.gamma[i] - L.gamma[j]) : 0.0f;
-            if (is_p)
-                P[i * C + j] = acc[u][w] * d;
-            else if (j < i)
-                L.m[j][i] = -L.beta[i] * acc[u][w] * d;
-        }
+    for (int e = 0; e < 4; e++) {
+        L.kt[p + e][row] = buf[0][e];
+        L.qt[p + e][row] = buf[1][e];
+    }
 }
 
 // Phase c. Jobs: A's tiles strictly below the diagonal, P's, then the
 // diagonal tiles, each of which does both (they share the key rows); at
-// C = 64 that is 120 + 120 + 16 = 256 jobs, one per thread.
+// C = 64 that is 120 + 120 + 16 = 256 jobs, one per thread. The keys and
+// queries pass through LDS kSlice columns at a time (coalesced global loads,
+// the next slice's issued before this one's products); a tile is a sum of
+// outer products of 4-row column pieces, read as 16-byte vectors that the
+// lanes of a wave mostly share.
 template <int C, bool kVec>
 __device__ void intra_tiles(IntraLds<C> &L, const float *qc, const float *kc, size_t stride, int n, int D_k,
                             float *P) {
-    const int NT = C / kTile, below = NT * (NT - 1) / 2;
-    for (int job = (int)threadIdx.x; job < 2 * below + NT; job += kIntraThreads) {
-        if (job >= 2 * below) {
-            const int t = job - 2 * below;
-            const float *const xs[2] = {kc, qc};
-            float acc[2][kTile][kTile];
-            dot_tiles<kVec, 2>(xs, kc, stride, t * kTile, t * kTile, n, D_k, acc);
-            store_tile<C>(L, false, t, t, acc[0], P);
-            store_tile<C>(L, true, t, t, acc[1], P);
-            continue;
-        }
-        const bool is_p = job >= below;
+    static_assert(C / kTile * (C / kTile - 1) + C / kTile <= kIntraThreads, "one phase c job per thread");
+    const int NT = C / kTile, below = NT * (NT - 1) / 2, job = (int)threadIdx.x;
+    const bool active = job < 2 * below + NT, diag = job >= 2 * below, is_p = !diag && job >= below;
+    int ti = job - 2 * below, tj = ti; // diagonal tile
+    if (!diag) {
         const int x = is_p ? job - below : job; // strictly lower tile x: (ti, tj), tj < ti
-        int ti = 1;
+        ti = 1;
         while (ti * (ti + 1) / 2 <= x) ti++;
-        const int tj = x - ti * (ti - 1) / 2;
-        const float *const xs[1] = {is_p ? qc : kc};
-        float acc[1][kTile][kTile];
-        dot_tiles<kVec, 1>(xs, kc, stride, ti * kTile, tj * kTile, n, D_k, acc);
-        store_tile<C>(L, is_p, ti, tj, acc[0], P);
+        tj = x - ti * (ti - 1) / 2;
     }
-    for (int e = (int)threadIdx.x; e < C * C; e += kIntraThreads)
-        if (e % C / kTile > e / C / kTile) P[e] = 0.0f; // tiles above the diagonal
+    float acc[2][kTile][kTile]; // [0]: K_i.K_j or Q_i.K_j; [1]: Q_i.K_j of a diagonal tile
+    KDN_UNROLL
+    for (int x = 0; x < 2; x++)
+        KDN_UNROLL
+        for (int u = 0; u < kTile; u++)
+            KDN_UNROLL
+            for (int w = 0; w < kTile; w++) acc[x][u][w] = 0.0f;
+    float buf[2][4] = {}; // threads past the staged rows hold nothing
+    slice_load<C, kVec>(qc, kc, stride, n, D_k, 0, buf);
+    for (int p0 = 0; p0 < D_k; p0 += kSlice) {
+        slice_store<C>(L, buf);
+        __syncthreads();
+        if (p0 + kSlice < D_k) slice_load<C, kVec>(qc, kc, stride, n, D_k, p0 + kSlice, buf);
+        if (active) {
+            const float(*left)[C + 4] = is_p ? L.qt : L.kt;
+            KDN_NO_UNROLL
+            for (int p4 = 0; p4 < kSlice; p4 += kPieces)
+            KDN_UNROLL
+            for (int p = p4; p < p4 + kPieces; p++) {
+                float a[4], b[4];
+                kdn_load4(&left[p][ti * kTile], a);
+                kdn_load4(&L.kt[p][tj * kTile], b);
+                KDN_UNROLL
+                for (int u = 0; u < kTile; u++)
+                    KDN_UNROLL
+                    for (int w = 0; w < kTile; w++) acc[0][u][w] = fmaf(a[u], b[w], acc[0][u][w]);
+                if (diag) {
+                    kdn_load4(&L.qt[p][ti * kTile], a);
+                    KDN_UNROLL
+                    for (int u = 0; u < kTile; u++)
+                        KDN_UNROLL
+                        for (int w = 0; w < kTile; w++) acc[1][u][w] = fmaf(a[u], b[w], acc[1][u][w]);
+                }
+            }
+        }
+        __syncthreads();
+    }
+    if (!active) return;
+    KDN_UNROLL
+    for (int u = 0; u < kTile; u++) {
+        const int i = ti * kTile + u;
+        float prow[kTile];
+        KDN_UNROLL
+        for (int w = 0; w < kTile; w++) {
+            const int j = tj * kTile + w;
+            const float d = j <= i ? expf(L.gamma[i] - L.gamma[j]) : 0.0f;
+            prow[w] = (diag ? acc[1][u][w] : acc[0][u][w]) * d;
+            if (!is_p && j < i) L.m[j][i] = -L.beta[i] * acc[0][u][w] * d; // A, transposed
+        }
+        if (is_p || diag) store4<kVec>(P + i * C + tj * kTile, kTile, prow);
+    }
+}
+
+// Zeroes P's tiles above the diagonal.
+template <int C, bool kVec>
+__device__ void intra_p_upper(float *P) {
+    const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int e = (int)threadIdx.x; e < C * C / 4; e += kIntraThreads) {
+        const int i = e / (C / 4), j = e % (C / 4) * 4;
+        if (j / kTile > i / kTile) store4<kVec>(P + i * C + j, 4, zero);
+    }
 }
 
 // Phase d, first part: thread t < C inverts column t % 16 of diagonal block
@@ -267,14 +299,28 @@ __device__ void intra_block_row(IntraLds<C> &L, int I) {
     __syncthreads();
 }
 
-// Phase e: out (C x D, row-major) = Tinv X, X's row j = scale_j * src row j
-// (rows `stride` floats apart; only j < n exist).
+// Before phase e: Tinv to global memory (0 past n), and m's lower triangle
+// becomes Tinv diag(beta), zero above it, so that phase e reads it whole.
+template <int C>
+__device__ void intra_put_tinv(IntraLds<C> &L, int n, float *Tinv) {
+    for (int e = (int)threadIdx.x; e < C * C; e += kIntraThreads) {
+        const int i = e / C, j = e % C;
+        const float t = j <= i ? L.m[i][j] : 0.0f;
+        Tinv[e] = i < n ? t : 0.0f;
+        L.m[i][j] = t * L.beta[j];
+    }
+}
+
+// Phase e: out (C x D, row-major) = (Tinv diag(beta)) X, X's row j =
+// scale_j * src row j (scale null: 1; rows `stride` floats apart; only j < n
+// exist). Per batch of 4 source rows: 4 coalesced 16-byte loads and one
+// 16-byte LDS read (a broadcast) per Tinv row feed 16 FMAs per row.
 template <int C, bool kVec>
 __device__ void intra_wy(IntraLds<C> &L, const float *src, size_t stride, const float *scale, int n, int D,
                          float *out) {
     const int RW = C / kWyGroups;
     const int row0 = (int)threadIdx.x / kWyQuads * RW, cq = (int)threadIdx.x % kWyQuads * 4;
-    const int jend = n < row0 + RW ? n : row0 + RW;
+    const int jend = n < row0 + RW ? n : row0 + RW; // Tinv is lower triangular
     for (int b = cq; b - cq < D; b += 4 * kWyQuads) {
         float acc[RW][4];
         KDN_UNROLL
@@ -284,17 +330,21 @@ __device__ void intra_wy(IntraLds<C> &L, const float *src, size_t stride, const 
         for (int j0 = 0; j0 < jend; j0 += kWyBatch) {
             float x[kWyBatch][4];
             KDN_UNROLL
-            for (int jj = 0; jj < kWyBatch; jj++) load4<kVec>(src + (j0 + jj) * stride + b, j0 + jj < jend ? D - b : 0, x[jj]);
-            KDN_UNROLL
             for (int jj = 0; jj < kWyBatch; jj++) {
                 const int j = j0 + jj;
-                const float sj = j < jend ? scale[j] : 0.0f;
+                load4<kVec>(src + j * stride + b, j < jend ? D - b : 0, x[jj]);
+                const float sj = scale && j < jend ? scale[j] : 1.0f;
                 KDN_UNROLL
-                for (int a = 0; a < RW; a++) {
-                    const float t = j <= row0 + a ? L.m[row0 + a][j] * sj : 0.0f;
+                for (int c = 0; c < 4; c++) x[jj][c] *= sj;
+            }
+            KDN_UNROLL
+            for (int a = 0; a < RW; a++) {
+                float t[kWyBatch]; // Tinv diag(beta) [row0 + a][j0 ..], zero above the diagonal
+                kdn_load4(&L.m[row0 + a][j0], t);
+                KDN_UNROLL
+                for (int jj = 0; jj < kWyBatch; jj++)
                     KDN_UNROLL
-                    for (int c = 0; c < 4; c++) acc[a][c] = fmaf(t, x[jj][c], acc[a][c]);
-                }
+                    for (int c = 0; c < 4; c++) acc[a][c] = fmaf(t[jj], x[jj][c], acc[a][c]);
             }
         }
         KDN_UNROLL
@@ -325,6 +375,7 @@ __global__ __launch_bounds__(kIntraThreads) void kernel_intra_chunk_fused(
     }
     __syncthreads();
     intra_gamma<C>(L, n, gamma + ci * C);
+    intra_p_upper<C, kVec>(P + ci * C * C);
     __syncthreads();
     intra_tiles<C, kVec>(L, qc, kc, qk_stride, n, D_k, P + ci * C * C);
     __syncthreads();
@@ -333,12 +384,10 @@ __global__ __launch_bounds__(kIntraThreads) void kernel_intra_chunk_fused(
     intra_place_diagonal<C>(L);
     __syncthreads();
     for (int I = 1; I < C / kBlock; I++) intra_block_row<C>(L, I);
-    for (int e = tid; e < C * C; e += kIntraThreads) {
-        const int i = e / C, j = e % C;
-        Tinv[ci * C * C + e] = i < n && j <= i ? L.m[i][j] : 0.0f;
-    }
-    intra_wy<C, kVec>(L, v + (tok0 * H_v + h) * D_v, v_stride, L.beta, n, D_v, U + ci * C * D_v);
-    intra_wy<C, kVec>(L, kc, qk_stride, L.kscale, n, D_k, W + ci * C * D_k);
+    intra_put_tinv<C>(L, n, Tinv + ci * C * C);
+    __syncthreads();
+    intra_wy<C, kVec>(L, v + (tok0 * H_v + h) * D_v, v_stride, nullptr, n, D_v, U + ci * C * D_v);
+    intra_wy<C, kVec>(L, kc, qk_stride, L.egamma, n, D_k, W + ci * C * D_k);
 }
 
 // ---- 2) state through chunks ------------------------------------------------

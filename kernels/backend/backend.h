@@ -116,10 +116,14 @@ void kdn_launch_refused(const char *kernel, const char *why);
 
 // Full unrolling of a loop with a compile-time trip count, so that arrays
 // indexed by its counter stay in registers.
+// KDN_NO_UNROLL keeps a loop rolled where unrolling would let the compiler
+// hoist every iteration's loads and run out of registers.
 #if defined(KDN_BACKEND_CPU)
 #define KDN_UNROLL _Pragma("GCC unroll 128")
+#define KDN_NO_UNROLL _Pragma("GCC unroll 1")
 #else
 #define KDN_UNROLL _Pragma("unroll")
+#define KDN_NO_UNROLL _Pragma("unroll 1")
 #endif
 
 #define KDN_CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
