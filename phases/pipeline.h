@@ -57,7 +57,7 @@ void deltanet_two_launch(void *scratch, const KdnShape *s, const float *q, const
  * launch) up to AUTO_RECURRENT_MAX_T tokens per sequence, the two-launch
  * chunked form past it. The crossover is measured on the H100 by
  * tools/crossover.sh (docs/performance.md); scratch from two_launch_prepare. */
-#define AUTO_RECURRENT_MAX_T 160
+#define AUTO_RECURRENT_MAX_T 96
 void deltanet_auto(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                    const float *beta, const float *state_in, float *o, float *state_out);
 
