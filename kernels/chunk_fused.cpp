@@ -56,12 +56,10 @@
 //             G3  S <- e^gamma_last S + K^T (e^(gamma_last - gamma) V_new)
 //                 for state rows 4 rg .. 4 rg + 3, which the thread keeps in
 //                 registers from chunk to chunk and also writes to LDS for the
-//                 next chunk's G1; V_new is stored twice, as is for G2 and
-//                 with its row factors for G3.
-//             A barrier after V_new is stored and after G3: 2 per chunk (G2
-//             and G3 only read V_new, and G3 writes only the thread's own
-//             rows of S, which nobody reads before the second barrier).
-//   LDS       S 128 x 32 + 2 V_new C x 32 floats: 32 KB at C = 64, so two
+//                 next chunk's G1.
+//             A barrier after V_new is stored, after G2, after V_new is
+//             rescaled in place, and after G3: 4 per chunk.
+//   LDS       S 128 x 32 + V_new C x 32 floats: 24 KB at C = 64, so two
 //             workgroups (8 waves, 2 per SIMD) share a gfx906 CU.
 //
 // Both kernels use dynamic LDS (the launchers static_assert <= 64 KB). C = 32

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Where a CUDA kernel's warps wait: Nsight Compute's stall samples summed per
-# source line (the CUDA build carries -lineinfo), the lines with most samples
-# first. Run on a GPU machine; it profiles the first launch of each kernel
-# matching REGEX in one test.
+# Where a CUDA kernel's time goes: Nsight Compute's full section set for the
+# first two launches matching REGEX in one test (details.txt: throughput,
+# occupancy, warp stalls), and the per-instruction stall samples of the SASS
+# (source.csv; the CUDA build carries -lineinfo for the source view of the
+# saved profile.ncu-rep). Run on a GPU machine.
 # usage: tools/hotspots.sh TEST REGEX [OUTDIR] [test_deltanet binary]
 set -euo pipefail
 test=$1 regex=$2 out=${3:-hotspots} bin=${4:-build/cuda/test_deltanet}
