@@ -1,0 +1,105 @@
+/* libkdn: ggml's GATED_DELTA_NET as one library call.
+ *
+ *   size_t ws;  kdn_gdn_workspace_size(&call, &ws);   // bytes of device memory the call needs
+ *   kdn_status st = kdn_gated_delta_net(&call, workspace, ws);
+ *   if (st) fprintf(stderr, "%s\n", kdn_status_message(st));
+ *
+ * Semantics (ggml_gated_delta_net; docs/api.md): tensors are float32, ggml
+ * order (ne[0] innermost), nb[] in bytes; every pointer is device memory of
+ * the library's backend (host memory on the cpu build).
+ *   q, k   [S_k, H_k, T, n_seqs]       v [S_v, H_v, T, n_seqs]     S_k == S_v
+ *   g      [1,   H_v, T, n_seqs]  scalar log-decay per head and token: S *= exp(g)
+ *       or [S_v, H_v, T, n_seqs]  KDA gate: state row i (key dimension i) *= exp(g[i])
+ *   beta   [1,   H_v, T, n_seqs]
+ *   state  [S_v, S_v, H_v, n_seqs]     S[i][j] (key row i, value column j) at i + j*S_v
+ *   dst    contiguous float32: outputs [S_v, H_v, T, n_seqs], then K state
+ *          snapshots [S_v, S_v, H_v, n_seqs] each, most recent first: slot 0 =
+ *          state after the last token, slot s = the state s tokens before it;
+ *          with T < K only slots 0..T-1 are written (the others keep their bytes).
+ * q is scaled by 1/sqrt(S_v) inside. Value head h reads key head h % H_k
+ * (KDN_HEAD_MAP_TILED, ggml) or h / (H_v / H_k) (KDN_HEAD_MAP_BLOCK, HF/fla).
+ * Rows (ne[0]) must be contiguous (nb[0] == 4); the other strides are free
+ * (permuted views) for q, k, v, g, beta; state must be contiguous.
+ * A call that is refused returns its status, launches nothing, writes nothing.
+ * The call only enqueues work on `stream`; errors of the device itself show
+ * at the caller's next synchronisation. No allocation inside the call. */
+#ifndef KDN_GATED_DELTA_NET_H
+#define KDN_GATED_DELTA_NET_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define KDN_API_VERSION 1
+
+/* A ggml-style view of a float32 tensor. */
+typedef struct {
+    const void *data;
+    int64_t ne[4]; /* elements per dimension, ne[0] innermost */
+    size_t nb[4];  /* bytes between consecutive elements of each dimension */
+} kdn_tensor;
+
+typedef enum {
+    KDN_HEAD_MAP_TILED = 0, /* key head h % H_k (ggml, llama.cpp) */
+    KDN_HEAD_MAP_BLOCK = 1  /* key head h / (H_v / H_k) (Hugging Face, flash-linear-attention) */
+} kdn_head_map;
+
+typedef enum {
+    KDN_PATH_AUTO = 0,      /* the library chooses: recurrent up to kdn_gdn_recurrent_max_t() tokens, else chunked */
+    KDN_PATH_RECURRENT = 1, /* token-recurrent kernel (every gate shape, every K) */
+    KDN_PATH_CHUNKED = 2    /* two-launch chunked form (scalar gate, K == 1); other calls are routed to recurrent */
+} kdn_path;
+
+typedef struct {
+    kdn_tensor q, k, v, g, beta, state;
+    float *dst;             /* [S_v*H_v*T*n_seqs] outputs, then K * [S_v*S_v*H_v*n_seqs] snapshots */
+    int K;                  /* state snapshots kept, >= 1 (1: final state only) */
+    kdn_head_map head_map;
+    kdn_path path;
+    int chunk;              /* chunked path: 32 or 64 tokens per chunk; 0: the library's default */
+    void *stream;           /* hipStream_t / cudaStream_t (NULL: default stream); ignored on cpu */
+} kdn_gdn_call;
+
+typedef enum {
+    KDN_OK = 0,
+    KDN_ERR_NULL_POINTER,      /* a call, tensor data or dst pointer is NULL */
+    KDN_ERR_KEY_DIM,           /* S_k (q/k ne[0]) != S_v (v ne[0]), or q and k differ in shape */
+    KDN_ERR_HEADS,             /* H_v is not a multiple of H_k */
+    KDN_ERR_GATE_SHAPE,        /* g is neither [1,H_v,T,n_seqs] nor [S_v,H_v,T,n_seqs] */
+    KDN_ERR_BETA_SHAPE,        /* beta is not [1,H_v,T,n_seqs] */
+    KDN_ERR_STATE_SHAPE,       /* state is not [S_v,S_v,H_v,n_seqs] and contiguous */
+    KDN_ERR_TOKENS_SEQS,       /* q, k, v disagree on T or n_seqs */
+    KDN_ERR_SNAPSHOTS,         /* K < 1 */
+    KDN_ERR_WORKSPACE,         /* workspace NULL or smaller than kdn_gdn_workspace_size() */
+    KDN_ERR_ROW_STRIDE,        /* a row is not contiguous (nb[0] != 4) or a stride is not a multiple of 4 bytes */
+    KDN_ERR_CHUNK,             /* chunk is not 0, 32 or 64 */
+    KDN_ERR_OPTION,            /* head_map or path out of range */
+    KDN_ERR_UNSUPPORTED_SHAPE, /* valid ggml shape the kernels cannot run: S_v > 128 (chunked) / 256, a dimension < 1 or too large */
+    KDN_STATUS_COUNT
+} kdn_status;
+
+/* One distinct message per status ("unknown status" past the range). */
+const char *kdn_status_message(kdn_status status);
+
+/* Bytes of device workspace kdn_gated_delta_net needs for this call (0 when
+ * the chosen path needs none); checks the call like the run does. */
+kdn_status kdn_gdn_workspace_size(const kdn_gdn_call *call, size_t *bytes);
+
+/* Runs the layer: checks the call, then enqueues the kernels on call->stream.
+ * workspace: device memory of at least kdn_gdn_workspace_size() bytes (may be
+ * NULL when that is 0). */
+kdn_status kdn_gated_delta_net(const kdn_gdn_call *call, void *workspace, size_t workspace_bytes);
+
+/* The path KDN_PATH_AUTO takes for this call (KDN_PATH_RECURRENT or KDN_PATH_CHUNKED). */
+kdn_status kdn_gdn_chosen_path(const kdn_gdn_call *call, kdn_path *path);
+/* KDN_PATH_AUTO's crossover on this build's backend: recurrent for T <= it. */
+int kdn_gdn_recurrent_max_t(void);
+const char *kdn_gdn_backend(void); /* "hip", "cuda" or "cpu" */
+
+#ifdef __cplusplus
+}
+#endif
+#endif
