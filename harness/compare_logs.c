@@ -1,209 +1,370 @@
-/* --compare OLD NEW: regressions between two result logs (docs/ci.md). */
+/* --compare OLD NEW: regressions between two result logs (docs/ci.md).
+ * Both logs are read whole and parsed strictly: a log the gate cannot fully
+ * trust (cut, marked incomplete, a duplicate row, a field that is not what
+ * its column holds) is exit 2, never a pass. Rows are found by a hash of
+ * their full name and variant, so a log of millions of rows takes seconds. */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#define N_COLUMNS 10
 /* max_diffs below this are rounding noise: growth from below it is not judged */
 #define DIFF_FLOOR 1e-12
 
+/* What a column holds. */
+enum {
+    TEXT,     /* any text without tabs (may be empty: shape) */
+    KEY,      /* non-empty text: name, variant */
+    PHASE,    /* 1..MAX_PHASE */
+    STATUS,   /* PASS, FAIL or TIME */
+    MEASURE,  /* a finite number >= 0, or n/a */
+    TIMING,   /* a finite number >= 0, or empty (untimed rows) */
+};
+/* How --compare judges a numeric column between OLD and NEW. */
+enum {
+    SHOWN,    /* parsed and checked, not compared */
+    ERROR,    /* an error size: growth past --max-diff-growth is a regression */
+    BOUND,    /* a tolerance: a larger value in NEW is a loosened (weaker) test */
+    TIME,     /* a median time: slower past --time-threshold on the same device */
+};
+
+/* The log's columns in order, as LOG_COLUMNS names them: a new column is one
+ * line here (and its value in report.c). */
+#define LOG_COLUMN_TABLE(X)              \
+    X(PHASE_COL, "phase", PHASE, SHOWN)  \
+    X(NAME, "name", KEY, SHOWN)          \
+    X(VARIANT, "variant", KEY, SHOWN)    \
+    X(SHAPE, "shape", TEXT, SHOWN)       \
+    X(MAX_DIFF, "max_diff", MEASURE, ERROR) \
+    X(ATOL, "atol", MEASURE, BOUND)      \
+    X(RTOL, "rtol", MEASURE, BOUND)      \
+    X(STATUS_COL, "status", STATUS, SHOWN) \
+    X(MEDIAN, "median_us", TIMING, TIME) \
+    X(MIN, "min_us", TIMING, SHOWN)
+
+#define AS_ENUM(id, name, kind, judged) COL_##id,
+enum { LOG_COLUMN_TABLE(AS_ENUM) N_COLUMNS };
+#define AS_ROW(id, name, kind, judged) {name, kind, judged},
+static const struct {
+    const char *name;
+    int kind, judged;
+} columns[N_COLUMNS] = {LOG_COLUMN_TABLE(AS_ROW)};
+
 typedef struct {
-    char key[160];         /* name \t variant */
-    char status[8];
-    double max_diff;       /* NAN for n/a */
-    double median_us;      /* NAN when not timed */
+    const char *key;  /* "name\tvariant", inside the log's text */
+    size_t key_len;
+    int line;
+    char status;      /* 'P', 'F' or 'T' */
+    double v[N_COLUMNS]; /* numeric columns; NAN for n/a or empty */
 } Row;
 
 typedef struct {
-    char device[256];
+    const char *path;
+    char *text; /* the whole file, NUL-terminated; keys point into it */
+    const char *device;
     Row *rows;
-    int n;
+    size_t n;
+    size_t *slots; /* hash table of row index + 1 (0: empty), power-of-two size */
+    size_t mask;
 } Log;
 
-static int split_tabs(char *line, char **f, int max) {
-    int n = 0;
-    for (char *p = line;; p++) {
-        if (n < max) f[n] = p;
-        n++;
-        p = strchr(p, '\t');
-        if (!p) break;
-        *p = 0;
+/* ---- reading ------------------------------------------------------------ */
+
+/* The file as one NUL-terminated string. Only a regular file: a FIFO or a
+ * device could block or never end (opened non-blocking to find out). */
+static char *read_whole(const char *path, size_t *len, char *err, size_t size) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    if (fd < 0) return snprintf(err, size, "cannot read '%s': %s", path, strerror(errno)), NULL;
+    struct stat st;
+    char *text = NULL;
+    if (fstat(fd, &st) != 0)
+        snprintf(err, size, "cannot read '%s': %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        snprintf(err, size, "'%s' is not a regular file", path);
+    else if (!(text = malloc((size_t)st.st_size + 1)))
+        snprintf(err, size, "'%s': out of memory for %lld bytes", path, (long long)st.st_size);
+    size_t got = 0;
+    while (text && got < (size_t)st.st_size) {
+        ssize_t r = read(fd, text + got, (size_t)st.st_size - got);
+        if (r <= 0) {
+            snprintf(err, size, "cannot read '%s': %s", path, r ? strerror(errno) : "file shrank while read");
+            free(text), text = NULL;
+        } else
+            got += (size_t)r;
     }
-    return n;
+    close(fd);
+    if (text) text[got] = 0, *len = got;
+    return text;
 }
 
-/* "" or "n/a" -> NAN; otherwise a number or an error. */
-static int parse_num(const char *s, double *out) {
-    if (!*s || strcmp(s, "n/a") == 0) {
-        *out = NAN;
-        return 0;
-    }
+/* A number as the log writes it: no blanks, fully consumed, finite, >= 0. */
+static bool strict_number(const char *s, double *out) {
+    if (!(*s >= '0' && *s <= '9') || strspn(s, "0123456789.eE+-") != strlen(s)) return false; /* no hex, no blanks */
     char *end;
     errno = 0;
     *out = strtod(s, &end);
-    return errno || *end ? -1 : 0;
+    return !errno && !*end && isfinite(*out) && *out >= 0.0;
 }
 
-/* One test's row; -1 with the reason in why. */
+/* A count as the log writes it: digits only, no sign, no leading zero. */
+static bool strict_count(const char *s, long max, long *out) {
+    if (!*s || (s[0] == '0' && s[1]) || strspn(s, "0123456789") != strlen(s) || strlen(s) > 9) return false;
+    *out = strtol(s, NULL, 10);
+    return *out <= max;
+}
+
+/* One field checked against its column; NULL if good, else why not. */
+static const char *parse_field(int col, const char *s, Row *r) {
+    long phase;
+    r->v[col] = NAN;
+    switch (columns[col].kind) {
+    case TEXT: return NULL;
+    case KEY: return *s ? NULL : "is empty";
+    case PHASE: return strict_count(s, MAX_PHASE, &phase) && phase >= 1 ? NULL : "is not a phase 1-8";
+    case STATUS:
+        if (strcmp(s, "PASS") && strcmp(s, "FAIL") && strcmp(s, "TIME")) return "is not PASS, FAIL or TIME";
+        r->status = s[0];
+        return NULL;
+    case MEASURE:
+        if (strcmp(s, "n/a") == 0) return NULL;
+        return strict_number(s, &r->v[col]) ? NULL : "is not a finite number >= 0 or n/a";
+    case TIMING:
+        if (!*s) return NULL;
+        return strict_number(s, &r->v[col]) ? NULL : "is not a finite number >= 0 or empty";
+    }
+    return "has no column kind";
+}
+
+/* Rules across fields: a PASS compared something; a TIME row is a bench row
+ * with its times; a test row has none. */
+static const char *check_row(const Row *r, const char *variant) {
+    bool bench = strncmp(variant, "bench:", 6) == 0, timed = !isnan(r->v[COL_MEDIAN]) && !isnan(r->v[COL_MIN]);
+    if (r->status == 'P' && isnan(r->v[COL_MAX_DIFF])) return "a PASS row without a max_diff";
+    if ((r->status == 'T') != bench) return "status TIME is for bench:<label> rows only, and they have no other";
+    if (bench != timed) return bench ? "a TIME row without its times" : "a test row with times";
+    return NULL;
+}
+
+/* Splits one row (NUL-terminated, no line end) into r. */
 static int parse_row(char *line, Row *r, char *why, size_t size) {
-    static const struct {
-        int col;
-        const char *name;
-    } numeric[] = {{4, "max_diff"}, {5, "atol"}, {6, "rtol"}, {8, "median_us"}, {9, "min_us"}};
-    char *fld[N_COLUMNS];
-    int n = split_tabs(line, fld, N_COLUMNS);
+    char *field[N_COLUMNS];
+    int n = 0;
+    for (char *p = line;; p++) {
+        if (n == N_COLUMNS) return snprintf(why, size, "more than %d tab-separated columns", N_COLUMNS), -1;
+        field[n++] = p;
+        if (!(p = strchr(p, '\t'))) break;
+        *p = 0;
+    }
     if (n != N_COLUMNS) return snprintf(why, size, "%d tab-separated columns, expected %d", n, N_COLUMNS), -1;
-    char *end;
-    long phase = strtol(fld[0], &end, 10);
-    if (*end || phase < 1 || phase > MAX_PHASE || !*fld[1])
-        return snprintf(why, size, "row does not start with a phase (1-%d) and a name", MAX_PHASE), -1;
-    double value[5];
-    for (int i = 0; i < 5; i++)
-        if (parse_num(fld[numeric[i].col], &value[i]) != 0)
-            return snprintf(why, size, "%s '%.40s' is not a number", numeric[i].name, fld[numeric[i].col]), -1;
-    if (strcmp(fld[7], "PASS") && strcmp(fld[7], "FAIL") && strcmp(fld[7], "TIME"))
-        return snprintf(why, size, "status '%.40s' is not PASS, FAIL or TIME", fld[7]), -1;
-    snprintf(r->key, sizeof r->key, "%.79s\t%.79s", fld[1], fld[2]);
-    snprintf(r->status, sizeof r->status, "%s", fld[7]);
-    r->max_diff = value[0];
-    r->median_us = value[3];
+    for (int c = 0; c < N_COLUMNS; c++) {
+        const char *bad = parse_field(c, field[c], r);
+        if (bad) return snprintf(why, size, "%s '%.40s' %s", columns[c].name, field[c], bad), -1;
+    }
+    const char *bad = check_row(r, field[COL_VARIANT]);
+    if (bad) return snprintf(why, size, "%s", bad), -1;
+    field[COL_VARIANT][-1] = '\t'; /* the key: name \t variant, full length */
+    r->key = field[COL_NAME];
+    r->key_len = strlen(r->key);
     return 0;
+}
+
+/* The column line, field by field against the table. */
+static bool columns_match(const char *line) {
+    for (int c = 0; c < N_COLUMNS; c++) {
+        size_t len = strlen(columns[c].name);
+        if (strncmp(line, columns[c].name, len) != 0) return false;
+        line += len;
+        if (*line != (c + 1 < N_COLUMNS ? '\t' : '\0')) return false;
+        line++;
+    }
+    return true;
+}
+
+static uint64_t hash_key(const char *s, size_t n) {
+    uint64_t h = 1469598103934665603ull; /* FNV-1a */
+    for (size_t i = 0; i < n; i++) h = (h ^ (unsigned char)s[i]) * 1099511628211ull;
+    return h;
+}
+
+/* The slot holding key, or the empty slot where it would go. */
+static size_t *slot_of(const Log *log, const char *key, size_t len) {
+    for (size_t i = hash_key(key, len) & log->mask;; i = (i + 1) & log->mask) {
+        size_t *s = &log->slots[i];
+        if (!*s) return s;
+        const Row *r = &log->rows[*s - 1];
+        if (r->key_len == len && memcmp(r->key, key, len) == 0) return s;
+    }
+}
+
+static const Row *find_row(const Log *log, const Row *like) {
+    size_t s = *slot_of(log, like->key, like->key_len);
+    return s ? &log->rows[s - 1] : NULL;
+}
+
+/* The key as "name (variant)" for messages. */
+static const char *pretty(const Row *r, char *buf, size_t size) {
+    const char *tab = memchr(r->key, '\t', r->key_len);
+    snprintf(buf, size, "%.*s (%s)", (int)(tab - r->key), r->key, tab + 1);
+    return buf;
+}
+
+/* Every row into the hash table; a second row for a key is an error. */
+static int index_rows(Log *log, char *err, size_t size) {
+    size_t cap = 16;
+    while (cap < 2 * log->n) cap *= 2;
+    if (!(log->slots = calloc(cap, sizeof *log->slots)))
+        return snprintf(err, size, "%s: out of memory for %zu rows", log->path, log->n), -1;
+    log->mask = cap - 1;
+    for (size_t i = 0; i < log->n; i++) {
+        size_t *s = slot_of(log, log->rows[i].key, log->rows[i].key_len);
+        if (*s) {
+            char name[512];
+            return snprintf(err, size, "%s:%d: a second row for %s (first at line %d)", log->path, log->rows[i].line,
+                            pretty(&log->rows[i], name, sizeof name), log->rows[*s - 1].line), -1;
+        }
+        *s = i + 1;
+    }
+    return 0;
+}
+
+/* Header, column line, rows, "# end\t<rows>" exactly; nothing after it. */
+static int parse_log(Log *log, size_t len, char *err, size_t size) {
+    if (memchr(log->text, 0, len)) return snprintf(err, size, "%s: a NUL byte: not a text log", log->path), -1;
+    if (len == 0 || log->text[len - 1] != '\n')
+        return snprintf(err, size, "%s: truncated (the last line has no line end)", log->path), -1;
+    size_t cap = 0;
+    bool columns_seen = false, ended = false;
+    int lineno = 0;
+    char why[200];
+    for (char *line = log->text, *next; *line; line = next) {
+        next = strchr(line, '\n');
+        *next++ = 0;
+        lineno++;
+        if (ended) return snprintf(err, size, "%s:%d: a line after the '# end' line", log->path, lineno), -1;
+        if (lineno == 1) {
+            if (strcmp(line, LOG_MAGIC) != 0)
+                return snprintf(err, size, "%s: not a test_deltanet log (first line is not '%s')", log->path, LOG_MAGIC), -1;
+            continue;
+        }
+        if (strncmp(line, LOG_INCOMPLETE, strlen(LOG_INCOMPLETE)) == 0)
+            return snprintf(err, size, "%s:%d: an incomplete log (%s)", log->path, lineno, line + strlen(LOG_INCOMPLETE)), -1;
+        if (columns_seen && strncmp(line, LOG_END, strlen(LOG_END)) == 0) {
+            long rows;
+            if (!strict_count(line + strlen(LOG_END), 999999999L, &rows) || (size_t)rows != log->n)
+                return snprintf(err, size, "%s:%d: the '# end' line '%.40s' does not give the %zu rows above it",
+                                log->path, lineno, line, log->n), -1;
+            ended = true;
+            continue;
+        }
+        if (!columns_seen) {
+            if (strncmp(line, "# device\t", 9) == 0) {
+                if (log->device) return snprintf(err, size, "%s:%d: a second '# device' line", log->path, lineno), -1;
+                log->device = line + 9;
+            } else if (line[0] != '#') {
+                if (!columns_match(line) || !log->device)
+                    return snprintf(err, size, "%s:%d: expected the column line after a header with a '# device' line",
+                                    log->path, lineno), -1;
+                columns_seen = true;
+            }
+            continue;
+        }
+        if (log->n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            Row *grown = realloc(log->rows, cap * sizeof *grown);
+            if (!grown) return snprintf(err, size, "%s: out of memory for %zu rows", log->path, cap), -1;
+            log->rows = grown;
+        }
+        Row *r = &log->rows[log->n++];
+        r->line = lineno;
+        if (parse_row(line, r, why, sizeof why) != 0)
+            return snprintf(err, size, "%s:%d: %s", log->path, lineno, why), -1;
+    }
+    if (!ended)
+        return snprintf(err, size, "%s: truncated log (no %s line)", log->path, columns_seen ? "'# end'" : "column"), -1;
+    return index_rows(log, err, size);
 }
 
 static int read_log(const char *path, Log *log, char *err, size_t size) {
     memset(log, 0, sizeof *log);
-    FILE *f = fopen(path, "r");
-    if (!f) return snprintf(err, size, "cannot read '%s': %s", path, strerror(errno)), -1;
-    char line[4096];
-    int lineno = 0, rc = -1, cap = 0, end_rows = -1;
-    bool columns = false;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        if (end_rows >= 0) {
-            snprintf(err, size, "%s:%d: a line after the '# end' line", path, lineno);
-            goto out;
-        }
-        size_t len = strlen(line);
-        if (len == 0 || line[len - 1] != '\n') {
-            snprintf(err, size, "%s:%d: %s", path, lineno,
-                     len == sizeof line - 1 ? "line too long" : "truncated line (no line end)");
-            goto out;
-        }
-        line[len - 1] = 0;
-        if (lineno == 1) {
-            if (strcmp(line, LOG_MAGIC) != 0) {
-                snprintf(err, size, "%s: not a test_deltanet log (first line is not '%s')", path, LOG_MAGIC);
-                goto out;
-            }
-            continue;
-        }
-        if (columns && strncmp(line, LOG_END, strlen(LOG_END)) == 0) {
-            end_rows = atoi(line + strlen(LOG_END));
-            continue;
-        }
-        if (line[0] == '#') {
-            if (strncmp(line, "# device\t", 9) == 0) snprintf(log->device, sizeof log->device, "%.255s", line + 9);
-            continue;
-        }
-        if (!columns) {
-            if (strcmp(line, LOG_COLUMNS) != 0 || !log->device[0]) {
-                snprintf(err, size, "%s:%d: expected the column line after a header with a '# device' line", path,
-                         lineno);
-                goto out;
-            }
-            columns = true;
-            continue;
-        }
-        if (log->n == cap) {
-            cap = cap ? 2 * cap : 64;
-            Row *grown = realloc(log->rows, (size_t)cap * sizeof *grown);
-            if (!grown) {
-                snprintf(err, size, "out of memory");
-                goto out;
-            }
-            log->rows = grown;
-        }
-        char why[160];
-        if (parse_row(line, &log->rows[log->n++], why, sizeof why) != 0) {
-            snprintf(err, size, "%s:%d: %s", path, lineno, why);
-            goto out;
-        }
-    }
-    if (!columns || end_rows < 0) {
-        snprintf(err, size, "%s: truncated log (no %s line)", path, columns ? "'# end'" : "column");
-        goto out;
-    }
-    if (end_rows != log->n) {
-        snprintf(err, size, "%s: %d rows, but its '# end' line says %d", path, log->n, end_rows);
-        goto out;
-    }
-    rc = 0;
-out:
-    fclose(f);
-    return rc;
+    log->path = path;
+    size_t len;
+    if (!(log->text = read_whole(path, &len, err, size))) return -1;
+    return parse_log(log, len, err, size);
 }
 
-static const Row *find_row(const Log *log, const char *key) {
-    for (int i = 0; i < log->n; i++)
-        if (strcmp(log->rows[i].key, key) == 0) return &log->rows[i];
-    return NULL;
+static void free_log(Log *log) {
+    free(log->text);
+    free(log->rows);
+    free(log->slots);
 }
 
-/* The key as "name (variant)" for messages. */
-static const char *pretty(const char *key, char *buf, size_t size) {
-    const char *tab = strchr(key, '\t');
-    snprintf(buf, size, "%.*s (%s)", (int)(tab - key), key, tab + 1);
-    return buf;
+/* ---- judging -------------------------------------------------------------- */
+
+/* Regressions of one row present in both logs; the count. */
+static int judge_row(const Options *o, const Row *a, const Row *b, bool same_device, const char *name, FILE *out) {
+    if (b->status == 'F') {
+        fprintf(out, "REGRESSION  %s: %s\n", name, a->status == 'F' ? "still fails" : "now fails");
+        return 1; /* a test failing in NEW gates even if it failed in OLD too */
+    }
+    int regressions = 0;
+    for (int c = 0; c < N_COLUMNS; c++) {
+        double was = a->v[c], now = b->v[c];
+        if (isnan(was) || isnan(now)) continue;
+        if (columns[c].judged == ERROR && now > o->max_diff_growth * (was > DIFF_FLOOR ? was : DIFF_FLOOR))
+            fprintf(out, "REGRESSION  %s: %s %.3e -> %.3e (more than x%g)\n", name, columns[c].name, was, now,
+                    o->max_diff_growth), regressions++;
+        if (columns[c].judged == BOUND && now > was)
+            fprintf(out, "REGRESSION  %s: tolerance %s loosened %.3e -> %.3e\n", name, columns[c].name, was, now),
+                regressions++;
+        if (columns[c].judged == TIME && same_device && now > was * (1.0 + o->time_threshold_pct / 100.0))
+            fprintf(out, "REGRESSION  %s: median %.1f us -> %.1f us (more than %g%% slower)\n", name, was, now,
+                    o->time_threshold_pct), regressions++;
+    }
+    return regressions;
 }
 
 static int judge(const Options *o, const Log *old, const Log *cur, FILE *out) {
-    int regressions = 0;
+    size_t regressions = 0;
     bool same_device = strcmp(old->device, cur->device) == 0;
-    char name[200];
-    for (int i = 0; i < old->n; i++) {
-        const Row *a = &old->rows[i], *b = find_row(cur, a->key);
-        pretty(a->key, name, sizeof name);
-        if (!b) {
+    char name[512];
+    for (size_t i = 0; i < old->n; i++) {
+        const Row *a = &old->rows[i], *b = find_row(cur, a);
+        pretty(a, name, sizeof name);
+        if (b)
+            regressions += (size_t)judge_row(o, a, b, same_device, name, out);
+        else
             fprintf(out, "REGRESSION  %s: missing from the new log\n", name), regressions++;
-            continue;
-        }
-        /* a test failing in NEW gates even if it failed in OLD too */
-        if (strcmp(b->status, "FAIL") == 0) {
-            fprintf(out, "REGRESSION  %s: %s\n", name, strcmp(a->status, "FAIL") ? "now fails" : "still fails"),
-                regressions++;
-            continue;
-        }
-        double base = a->max_diff > DIFF_FLOOR ? a->max_diff : DIFF_FLOOR;
-        if (b->max_diff > o->max_diff_growth * base)
-            fprintf(out, "REGRESSION  %s: max_diff %.3e -> %.3e (more than x%g)\n", name, a->max_diff, b->max_diff,
-                    o->max_diff_growth), regressions++;
-        if (same_device && !isnan(a->median_us) && !isnan(b->median_us) &&
-            b->median_us > a->median_us * (1.0 + o->time_threshold_pct / 100.0))
-            fprintf(out, "REGRESSION  %s: median %.1f us -> %.1f us (more than %g%% slower)\n", name, a->median_us,
-                    b->median_us, o->time_threshold_pct), regressions++;
     }
-    for (int i = 0; i < cur->n; i++)
-        if (!find_row(old, cur->rows[i].key))
-            fprintf(out, "new         %s: not in the old log\n", pretty(cur->rows[i].key, name, sizeof name));
+    for (size_t i = 0; i < cur->n; i++) {
+        const Row *b = &cur->rows[i];
+        if (find_row(old, b)) continue;
+        /* a new test may join the gate, but not failing */
+        bool fails = b->status == 'F';
+        fprintf(out, "%s%s: not in the old log%s\n", fails ? "REGRESSION  " : "new         ", pretty(b, name, sizeof name),
+                fails ? ", and fails" : "");
+        regressions += fails;
+    }
     if (!same_device) fprintf(out, "note: devices differ (%s / %s): timings not compared\n", old->device, cur->device);
-    fprintf(out, "%d regressions (%d rows before, %d now)\n", regressions, old->n, cur->n);
+    fprintf(out, "%zu regressions (%zu rows before, %zu now)\n", regressions, old->n, cur->n);
     return regressions ? 1 : 0;
 }
 
 int compare_logs(const Options *o, FILE *out) {
     Log old, cur;
-    char err[512];
+    char err[1024];
     int rc = 2;
     memset(&cur, 0, sizeof cur);
-    if (read_log(o->compare_old, &old, err, sizeof err) == 0) {
-        if (read_log(o->compare_new, &cur, err, sizeof err) == 0) rc = judge(o, &old, &cur, out);
-        free(cur.rows);
-    }
-    free(old.rows);
+    if (read_log(o->compare_old, &old, err, sizeof err) == 0 && read_log(o->compare_new, &cur, err, sizeof err) == 0)
+        rc = judge(o, &old, &cur, out);
+    free_log(&old);
+    free_log(&cur);
     if (rc == 2) fprintf(stderr, "test_deltanet: --compare: %s\n", err);
     return rc;
 }

@@ -134,6 +134,9 @@ int run_selected(const Options *o, FILE *out, TestResult **results, int *n);
 #define LOG_MAGIC "# test_deltanet log v1"
 #define LOG_COLUMNS "phase\tname\tvariant\tshape\tmax_diff\tatol\trtol\tstatus\tmedian_us\tmin_us"
 #define LOG_END "# end\t" /* last line: "# end\t<rows>", so a log cut between rows is seen */
+/* "# incomplete\t<why>" before the end line of a run cut short (a signal):
+ * its rows are true, but tests are missing; --compare refuses it. */
+#define LOG_INCOMPLETE "# incomplete\t"
 /* Tab-separated result log; path a file, or a directory to put a
  * timestamped, device-named file in. 0 on success, else prints why. */
 int write_log(const char *path, const Options *o, const TestResult *r, int n);

@@ -72,10 +72,12 @@ compare "$tmp/f.tsv" "$tmp/f.tsv" 1 "a test failing in both logs"
 expect "$tmp/cmp.out" "still fails" "a test failing in both logs is not reported"
 
 # ---- timings: compared only when both have them and the device is the same
-timed() { # timed IN OUT MEDIAN [DEVICE]
+timed() { # timed IN OUT MEDIAN [DEVICE]: each test row followed by a bench row timed MEDIAN us
     awk -F'\t' -v m="$3" -v d="${4:-}" 'BEGIN{OFS="\t"}
         d != "" && $1 == "# device" {$2 = d}
-        $1 ~ /^[0-9]+$/ {$9 = m; $10 = m} {print}' "$1" >"$2"
+        $1 == "# end" {$2 *= 2}
+        {print}
+        $1 ~ /^[0-9]+$/ {$3 = "bench:" $3; $5 = "n/a"; $6 = 0; $7 = 0; $8 = "TIME"; $9 = m; $10 = m; print}' "$1" >"$2"
 }
 timed "$tmp/a.tsv" "$tmp/t100.tsv" 100
 timed "$tmp/a.tsv" "$tmp/t115.tsv" 115
@@ -112,6 +114,62 @@ unreadable garbage.tsv "not a log"
 : >"$tmp/empty.tsv"
 unreadable empty.tsv "an empty file"
 unreadable nonexistent.tsv "a missing file"
+
+# ---- --compare cannot be fooled: every way a log could pass a failing run
+# edit IN OUT AWK: OUT is IN rewritten by the awk program (tab-separated)
+edit() { awk -F'\t' 'BEGIN{OFS="\t"} '"$3" "$1" >"$2"; }
+edit "$tmp/a.tsv" "$tmp/dup.tsv" '$2=="exp" {print; $8="FAIL"} $1=="# end" {$2++} {print}'
+unreadable dup.tsv "a second, failing row for a test"
+expect "$tmp/cmp.err" "a second row for exp (unfused)" "the duplicate row is not named"
+edit "$tmp/a.tsv" "$tmp/eyefails.tsv" '$2=="eye" {$8="FAIL"} {print}'
+compare "$tmp/missing.tsv" "$tmp/eyefails.tsv" 1 "a new test that fails"
+expect "$tmp/cmp.out" "^REGRESSION  eye (unfused): not in the old log, and fails" "the new failing test is not named"
+# names differing after 79 characters are different tests
+long=$(printf 'n%.0s' $(seq 1 100))
+edit "$tmp/a.tsv" "$tmp/long1.tsv" '$2=="eye" {$2="'"$long"'1"} {print}'
+edit "$tmp/a.tsv" "$tmp/long2.tsv" '$2=="eye" {$2="'"$long"'2"} {print}'
+compare "$tmp/long1.tsv" "$tmp/long2.tsv" 1 "names that differ after 79 characters"
+expect "$tmp/cmp.out" "^REGRESSION  ${long}1 (unfused): missing" "the long name is cut in the message"
+for bad in nan -1 n/a inf ' 1e-7' 1e-7x 0x1p-3; do
+    edit "$tmp/a.tsv" "$tmp/diff.tsv" '$2=="mul" {$5="'"$bad"'"} {print}'
+    unreadable diff.tsv "a PASS row with max_diff '$bad'"
+done
+for bad in 17x ' 17' +17 017 ''; do
+    edit "$tmp/a.tsv" "$tmp/end.tsv" '$1=="# end" {$2="'"$bad"'"} {print}'
+    unreadable end.tsv "the end line '# end	$bad'"
+done
+edit "$tmp/a.tsv" "$tmp/phase.tsv" '$2=="mul" {$1="1x"} {print}'
+unreadable phase.tsv "a phase '1x'"
+edit "$tmp/a.tsv" "$tmp/timedtest.tsv" '$2=="mul" {$9=5; $10=5} {print}'
+unreadable timedtest.tsv "a test row with times"
+edit "$tmp/a.tsv" "$tmp/device2.tsv" '$1=="# device" {print} {print}'
+unreadable device2.tsv "two device lines"
+for col in 6 7; do # atol, rtol
+    edit "$tmp/a.tsv" "$tmp/loose.tsv" '$2=="mul" {$'$col'=sprintf("%.3e", $'$col' * 2 + 1e-6)} {print}'
+    compare "$tmp/a.tsv" "$tmp/loose.tsv" 1 "a tolerance (column $col) loosened"
+    expect "$tmp/cmp.out" "^REGRESSION  mul (unfused): tolerance [ar]tol loosened" "the loosened tolerance is not named"
+    compare "$tmp/loose.tsv" "$tmp/a.tsv" 0 "a tolerance (column $col) tightened"
+done
+edit "$tmp/a.tsv" "$tmp/incomplete.tsv" '$1=="# end" {print "# incomplete\tSIGTERM after 3 of 17 tests"} {print}'
+unreadable incomplete.tsv "a log marked incomplete"
+expect "$tmp/cmp.err" "incomplete log (SIGTERM" "the incomplete log is not called so"
+# not a regular file: a FIFO must not hang, a directory must not be read
+mkfifo "$tmp/fifo.tsv"
+timeout 10 "$bin" --compare "$tmp/a.tsv" "$tmp/fifo.tsv" >"$tmp/cmp.out" 2>"$tmp/cmp.err"
+[ $? = 2 ] || fail "a FIFO as NEW: not exit 2 within 10 s"
+expect "$tmp/cmp.err" "fifo.tsv' is not a regular file" "the FIFO is not named"
+mkdir "$tmp/d.tsv"
+unreadable d.tsv "a directory as a log"
+# hashed lookup: 1.5 million rows against themselves in under 10 s
+awk 'NR <= 9 {print} END {
+         for (i = 0; i < 1500000; i++) printf "4\tt%d\tfused\tT=64\t1.000000e-06\t1.000e-06\t1.000e-05\tPASS\t\t\n", i
+         print "# end\t1500000" }' "$tmp/a.tsv" >"$tmp/big.tsv"
+start=$(date +%s)
+timeout 60 "$bin" --compare "$tmp/big.tsv" "$tmp/big.tsv" >"$tmp/cmp.out" 2>"$tmp/cmp.err" || { cat "$tmp/cmp.err"; fail "1.5M rows: --compare failed"; }
+secs=$(($(date +%s) - start))
+[ "$secs" -lt 10 ] || fail "1.5M rows: --compare took $secs s (limit 10 s)"
+expect "$tmp/cmp.out" "^0 regressions (1500000 rows before, 1500000 now)" "1.5M rows: wrong summary"
+rm -f "$tmp/big.tsv"
 
 # ---- JUnit: valid against the schema of what it emits, failures included --
 command -v xmllint >/dev/null 2>&1 || fail "xmllint not found (Debian: apt-get install libxml2-utils)"
