@@ -13,25 +13,26 @@ CXX        ?= g++
 SANITIZE   ?= 0
 
 WARN    := -Wall -Wextra
-CFLAGS  := -std=c11 -O2 -g $(WARN) -Werror
+CFLAGS  := -std=c11 -O2 -g -fPIC $(WARN) -Werror
 LDLIBS  := -lm
 
 KERNEL_SRC := $(wildcard kernels/*.cpp)
+LIB_C_SRC  := $(wildcard kernels/*.c)
 HOST_SRC   := $(wildcard harness/*.c reference/*.c phases/*.c)
 
 ifeq ($(BACKEND),hip)
   KCXX    := $(HIPCC)
-  KFLAGS  := -x hip --offload-arch=$(GPU_TARGET) -O3 -DKDN_BACKEND_HIP -DKDN_TARGET='"$(GPU_TARGET)"' $(WARN)
+  KFLAGS  := -x hip --offload-arch=$(GPU_TARGET) -O3 -fPIC -DKDN_BACKEND_HIP -DKDN_TARGET='"$(GPU_TARGET)"' $(WARN)
   LINK    := $(HIPCC) --offload-arch=$(GPU_TARGET)
   RUNTIME := kernels/backend/runtime_gpu.cpp
 else ifeq ($(BACKEND),cuda)
   KCXX    := $(NVCC)
-  KFLAGS  := -x cu -arch=$(CUDA_ARCH) -O3 -lineinfo -DKDN_BACKEND_CUDA -DKDN_TARGET='"$(CUDA_ARCH)"' -Xcompiler "$(WARN)"
+  KFLAGS  := -x cu -arch=$(CUDA_ARCH) -O3 -lineinfo -DKDN_BACKEND_CUDA -DKDN_TARGET='"$(CUDA_ARCH)"' -Xcompiler "-fPIC $(WARN)"
   LINK    := $(NVCC) -arch=$(CUDA_ARCH)
   RUNTIME := kernels/backend/runtime_gpu.cpp
 else ifeq ($(BACKEND),cpu)
   KCXX    := $(CXX)
-  KFLAGS  := -x c++ -std=c++17 -O2 -g -DKDN_BACKEND_CPU $(WARN) -Werror
+  KFLAGS  := -x c++ -std=c++17 -O2 -g -fPIC -DKDN_BACKEND_CPU $(WARN) -Werror
   LINK    := $(CXX)
   RUNTIME := kernels/backend/runtime_cpu.cpp kernels/backend/simt_cpu.cpp
 else
@@ -39,6 +40,12 @@ else
 endif
 
 BUILD := build/$(BACKEND)
+# What a C program linking the static libkdn also needs (kdn.pc's Libs).
+LIB_DEPS_cpu  := -lstdc++ -lm -lpthread
+LIB_DEPS_hip  := -L$(HIP_PATH)/lib -lamdhip64 -lstdc++ -lm
+LIB_DEPS_cuda := -lcudart -lstdc++ -lm
+HIP_PATH ?= /opt/rocm
+LIB_DEPS := $(LIB_DEPS_$(BACKEND))
 ifeq ($(SANITIZE),1)
   ifneq ($(BACKEND),cpu)
     $(error SANITIZE=1 needs BACKEND=cpu)
@@ -51,19 +58,41 @@ ifeq ($(SANITIZE),1)
 endif
 
 HOST_OBJ   := $(HOST_SRC:%.c=$(BUILD)/%.o)
-KERNEL_OBJ := $(patsubst %.cpp,$(BUILD)/%.o,$(KERNEL_SRC) $(RUNTIME))
+KERNEL_OBJ := $(patsubst %.cpp,$(BUILD)/%.o,$(KERNEL_SRC) $(RUNTIME)) $(LIB_C_SRC:%.c=$(BUILD)/%.o)
 HEADERS    := $(wildcard harness/*.h reference/*.h phases/*.h kernels/*.h kernels/backend/*.h)
 
-.PHONY: all clean test check-env test_deltanet resources resources-check
+.PHONY: all clean test check-env test_deltanet resources resources-check lib install
 all: test_deltanet
 
 # The binary of the last backend built; each backend keeps its own objects.
 test_deltanet: $(BUILD)/test_deltanet
 	@cp $< $@
 
-$(BUILD)/test_deltanet: $(HOST_OBJ) $(KERNEL_OBJ)
+# The harness links the library like any other caller.
+$(BUILD)/test_deltanet: $(HOST_OBJ) $(BUILD)/libkdn.a
 	@echo "  LINK  $@"
 	@$(LINK) $^ -o $@ $(LDLIBS)
+
+# libkdn: every kernel, its runtime and the entry point (kernels/gated_delta_net.h).
+lib: $(BUILD)/libkdn.a $(BUILD)/libkdn.so
+
+$(BUILD)/libkdn.a: $(KERNEL_OBJ)
+	@echo "  AR    $@"
+	@rm -f $@ && ar rcs $@ $^
+
+$(BUILD)/libkdn.so: $(KERNEL_OBJ)
+	@echo "  LINK  $@"
+	@$(LINK) -shared $^ -o $@ $(LDLIBS)
+
+# make install PREFIX=DIR: header, both libraries and kdn.pc (pkg-config).
+PREFIX ?= /usr/local
+install: lib
+	@mkdir -p $(PREFIX)/include $(PREFIX)/lib/pkgconfig
+	@cp kernels/gated_delta_net.h $(PREFIX)/include/
+	@cp $(BUILD)/libkdn.a $(BUILD)/libkdn.so $(PREFIX)/lib/
+	@sed -e 's|@PREFIX@|$(abspath $(PREFIX))|' -e 's|@BACKEND@|$(BACKEND)|' -e 's|@LIBS@|$(LIB_DEPS)|' \
+	    kernels/kdn.pc.in > $(PREFIX)/lib/pkgconfig/kdn.pc
+	@echo "installed libkdn ($(BACKEND)) under $(PREFIX)"
 
 $(BUILD)/%.o: %.c $(HEADERS)
 	@mkdir -p $(dir $@)

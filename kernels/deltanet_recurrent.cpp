@@ -75,43 +75,57 @@ __device__ __forceinline__ void group_sum2(float &a, float &b) {
     }
 }
 
-// One token's inputs as this lane needs them: its rows of k and q, then the
-// scalars v_b, g and beta of the token.
-template <int R>
+// One token's inputs as this lane needs them: its rows of k and q (and of
+// the KDA gate), then the scalars v_b, g and beta of the token.
+template <int R, bool kKda>
 struct TokenIn {
     float k[R], q[R];
+    float gk[kKda ? R : 1]; // KDA: log-decay of this lane's state rows
     float v, g, beta;
 };
 
-// kr, qr point at row `row0` of token 0's key head, vb at column b of token
-// 0's v; token tn's values sit tn strides further (tn is uniform).
-template <int R, bool kFull>
-__device__ __forceinline__ void load_token(TokenIn<R> &x, int tn, const float *kr, const float *qr, const float *vb,
-                                           const float *gh, const float *bh, size_t st_qk, size_t st_v, int H_v,
-                                           int n_rows) {
-    const float *kt = kr + (size_t)tn * st_qk;
-    const float *qt = qr + (size_t)tn * st_qk;
+// Where token 0 of this lane's (sequence, head, column, rows) sits in each
+// input, and how far apart tokens are (floats; tokens are uniform).
+struct TokenPtrs {
+    const float *k, *q, *v, *g, *beta;
+    long st_k, st_q, st_v, st_g, st_beta;
+};
+
+template <int R, bool kFull, bool kKda>
+__device__ __forceinline__ void load_token(TokenIn<R, kKda> &x, int tn, const TokenPtrs &p, int n_rows) {
+    const float *kt = p.k + (size_t)tn * p.st_k;
+    const float *qt = p.q + (size_t)tn * p.st_q;
+    const float *gt = p.g + (size_t)tn * p.st_g;
     for (int r = 0; r < R; r++) {
         bool in = kFull || r * kGroup < n_rows;
         x.k[r] = in ? kt[r * kGroup] : 0.0f;
         x.q[r] = in ? qt[r * kGroup] : 0.0f;
+        if (kKda) x.gk[r] = in ? gt[r * kGroup] : 0.0f;
     }
-    x.v = vb[(size_t)tn * st_v];
-    x.g = gh[(size_t)tn * H_v];
-    x.beta = bh[(size_t)tn * H_v];
+    x.v = p.v[(size_t)tn * p.st_v];
+    x.g = kKda ? 0.0f : gt[0];
+    x.beta = p.beta[(size_t)tn * p.st_beta];
 }
 
+// Stores this lane's rows of column b of S into snapshot slot `slot`.
 template <int R, bool kFull>
-__global__ __launch_bounds__(256) void kernel_deltanet_recurrent(
-    const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ v,
-    const float *__restrict__ g, const float *__restrict__ beta, const float *__restrict__ state_in,
-    float *__restrict__ o, float *__restrict__ state_out, int T, int H_k, int H_v, int D_k, int D_v, int head_map) {
+__device__ __forceinline__ void store_state(const KdnRecurrentCall &c, const float S[R], int slot, size_t s_off,
+                                            int n_rows) {
+    const size_t slot_floats = (size_t)c.s.D_k * c.s.D_v * c.s.H_v * c.s.n_seqs;
+    float *dst = c.snapshots + (size_t)slot * slot_floats + s_off;
+    for (int r = 0; r < R; r++)
+        if (kFull || r * kGroup < n_rows) dst[r * kGroup] = S[r];
+}
+
+template <int R, bool kFull, bool kKda>
+__global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurrentCall c) {
+    const int T = c.s.T, H_k = c.s.H_k, H_v = c.s.H_v, D_k = c.s.D_k, D_v = c.s.D_v;
     const int tid = (int)threadIdx.x;
     const int row0 = tid % kGroup;  // == lane % kGroup: groups are aligned inside the wave
     const int col = (int)blockIdx.x * kColsPerBlock + tid / kGroup;
     const int h = (int)blockIdx.y;
     const int seq = (int)blockIdx.z;
-    const int hk = kdn_key_head(h, H_k, H_v, head_map);
+    const int hk = kdn_key_head(h, H_k, H_v, c.s.head_map);
     // Columns past D_v (last workgroup only) still run, so that every lane
     // joins the shuffles; they read column D_v - 1 and store nothing.
     const bool col_ok = col < D_v;
@@ -120,27 +134,33 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(
     // !kFull) hold zeros in S, k and q, so they add nothing anywhere.
     const int n_rows = D_k - row0;
 
+    const float *__restrict__ state_in = c.state_in;
     const size_t s_off = ((size_t)(seq * H_v + h) * D_v + b) * D_k + row0;
     float S[R];
     for (int r = 0; r < R; r++) S[r] = kFull || r * kGroup < n_rows ? state_in[s_off + r * kGroup] : 0.0f;
 
-    const size_t st_qk = (size_t)H_k * D_k, st_v = (size_t)H_v * D_v;
-    const size_t tok0 = (size_t)seq * T;
-    const float *kr = k + (tok0 * H_k + hk) * D_k + row0;
-    const float *qr = q + (tok0 * H_k + hk) * D_k + row0;
-    const float *vb = v + (tok0 * H_v + h) * D_v + b;
-    const float *gh = g + tok0 * H_v + h;
-    const float *bh = beta + tok0 * H_v + h;
-    float *ob = o + (tok0 * H_v + h) * D_v + b;
+    TokenPtrs p;
+    p.k = c.k + seq * c.k_st[2] + hk * c.k_st[0] + row0;
+    p.q = c.q + seq * c.q_st[2] + hk * c.q_st[0] + row0;
+    p.v = c.v + seq * c.v_st[2] + h * c.v_st[0] + b;
+    p.g = c.g + seq * c.g_st[2] + h * c.g_st[0] + (kKda ? row0 : 0);
+    p.beta = c.beta + seq * c.beta_st[2] + h * c.beta_st[0];
+    p.st_k = c.k_st[1], p.st_q = c.q_st[1], p.st_v = c.v_st[1], p.st_g = c.g_st[1], p.st_beta = c.beta_st[1];
+    const size_t st_o = (size_t)H_v * D_v;
+    float *ob = c.o + ((size_t)seq * T * H_v + h) * D_v + b;
 
-    TokenIn<R> cur;
-    if (T > 0) load_token<R, kFull>(cur, 0, kr, qr, vb, gh, bh, st_qk, st_v, H_v, n_rows);
+    TokenIn<R, kKda> cur;
+    if (T > 0) load_token<R, kFull, kKda>(cur, 0, p, n_rows);
 
     for (int t = 0; t < T; t++) {
         // Prefetch token t + 1 (the last token reloads itself: branch-free).
-        TokenIn<R> nxt;
-        load_token<R, kFull>(nxt, t + 1 < T ? t + 1 : t, kr, qr, vb, gh, bh, st_qk, st_v, H_v, n_rows);
+        TokenIn<R, kKda> nxt;
+        load_token<R, kFull, kKda>(nxt, t + 1 < T ? t + 1 : t, p, n_rows);
 
+        // KDA decays each row by its own factor before anything reads S; the
+        // scalar gate is folded into the formulas below (a).
+        if (kKda)
+            for (int r = 0; r < R; r++) S[r] *= expf(cur.gk[r]);
         // The chain from one token to the next runs through sk only: reduce it
         // first; sq and kq (needed just for o) are reduced after the update.
         float sk = 0.0f, sq = 0.0f, kq = 0.0f;
@@ -151,53 +171,82 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(
         }
         sk = group_sum(sk);
 
-        const float a = expf(cur.g);
+        const float a = kKda ? 1.0f : expf(cur.g);
         const float d = cur.beta * (cur.v - a * sk);
         for (int r = 0; r < R; r++) S[r] = fmaf(cur.k[r], d, a * S[r]);
 
         group_sum2(sq, kq);
-        if (row0 == 0 && col_ok) ob[(size_t)t * st_v] = fmaf(d, kq, a * sq);
+        // o is linear in q: ggml's 1/sqrt(S_v) on q is one multiply here.
+        if (row0 == 0 && col_ok) ob[(size_t)t * st_o] = c.q_scale * fmaf(d, kq, a * sq);
+        // Snapshot slot T-1-t holds the state after token t (slot 0: final).
+        if (col_ok && T - 1 - t < c.K) store_state<R, kFull>(c, S, T - 1 - t, s_off, n_rows);
         cur = nxt;
     }
-
-    if (col_ok)
-        for (int r = 0; r < R; r++)
-            if (kFull || r * kGroup < n_rows) state_out[s_off + r * kGroup] = S[r];
+    if (T == 0 && col_ok) store_state<R, kFull>(c, S, 0, s_off, n_rows); // no token: the state as it was
 }
 
-static const char *unsupported(const KdnShape *s) {
-    if (!s) return "no shape";
+static const char *unsupported(const KdnRecurrentCall *c) {
+    const KdnShape *s = &c->s;
     if (s->T < 0 || s->n_seqs < 1 || s->H_k < 1 || s->H_v < 1 || s->D_k < 1 || s->D_v < 1) return "empty or negative dimension";
     if (s->D_k > kMaxDk) return "D_k > 256";
     if (s->H_v > 65535 || s->n_seqs > 65535) return "H_v or n_seqs > 65535 (grid y/z limit)";
     if (s->head_map != 0 && s->head_map != 1) return "head_map must be 0 (tiled) or 1 (block)";
     if (s->head_map == 1 && s->H_v % s->H_k != 0) return "block head map needs H_v to be a multiple of H_k";
+    if (c->K < 1) return "K (snapshots) < 1";
     return NULL;
 }
 
 template <int R, bool kFull>
-static void launch(const KdnShape *s, const float *q, const float *k, const float *v, const float *g, const float *beta,
-                   const float *state_in, float *o, float *state_out) {
-    dim3 grid((unsigned)KDN_CEIL_DIV(s->D_v, kColsPerBlock), (unsigned)s->H_v, (unsigned)s->n_seqs);
-    KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull>), grid, dim3(kBlock), 0, q, k, v, g, beta, state_in, o, state_out,
-               s->T, s->H_k, s->H_v, s->D_k, s->D_v, s->head_map);
+static void launch(const KdnRecurrentCall *c) {
+    dim3 grid((unsigned)KDN_CEIL_DIV(c->s.D_v, kColsPerBlock), (unsigned)c->s.H_v, (unsigned)c->s.n_seqs);
+    if (c->kda)
+        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, true>), grid, dim3(kBlock), 0, *c);
+    else
+        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false>), grid, dim3(kBlock), 0, *c);
+}
+
+// Strides of a contiguous [D, H, T, n_seqs] tensor for dims 1..3, in floats.
+static void contiguous(long st[3], long D, long H, long T) {
+    st[0] = D;
+    st[1] = D * H;
+    st[2] = D * H * T;
 }
 
 extern "C" {
 
-void kdn_deltanet_recurrent(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                            const float *beta, const float *state_in, float *o, float *state_out) {
-    const char *why = unsupported(s);
+void kdn_deltanet_recurrent_call(const KdnRecurrentCall *c) {
+    const char *why = c ? unsupported(c) : "no call";
     if (why) {
         kdn_launch_refused("kernel_deltanet_recurrent", why);
         return;
     }
-    if (s->D_k == 4 * kGroup) launch<4, true>(s, q, k, v, g, beta, state_in, o, state_out);
-    else if (s->D_k == 8 * kGroup) launch<8, true>(s, q, k, v, g, beta, state_in, o, state_out);
-    else if (s->D_k == 16 * kGroup) launch<16, true>(s, q, k, v, g, beta, state_in, o, state_out);
-    else if (s->D_k < 4 * kGroup) launch<4, false>(s, q, k, v, g, beta, state_in, o, state_out);
-    else if (s->D_k < 8 * kGroup) launch<8, false>(s, q, k, v, g, beta, state_in, o, state_out);
-    else launch<16, false>(s, q, k, v, g, beta, state_in, o, state_out);
+    const int D_k = c->s.D_k;
+    if (D_k == 4 * kGroup) launch<4, true>(c);
+    else if (D_k == 8 * kGroup) launch<8, true>(c);
+    else if (D_k == 16 * kGroup) launch<16, true>(c);
+    else if (D_k < 4 * kGroup) launch<4, false>(c);
+    else if (D_k < 8 * kGroup) launch<8, false>(c);
+    else launch<16, false>(c);
+}
+
+void kdn_deltanet_recurrent(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                            const float *beta, const float *state_in, float *o, float *state_out) {
+    if (!s) {
+        kdn_launch_refused("kernel_deltanet_recurrent", "no shape");
+        return;
+    }
+    KdnRecurrentCall c = {};
+    c.s = *s;
+    c.q = q, c.k = k, c.v = v, c.g = g, c.beta = beta, c.state_in = state_in;
+    contiguous(c.q_st, s->D_k, s->H_k, s->T);
+    contiguous(c.k_st, s->D_k, s->H_k, s->T);
+    contiguous(c.v_st, s->D_v, s->H_v, s->T);
+    contiguous(c.g_st, 1, s->H_v, s->T);
+    contiguous(c.beta_st, 1, s->H_v, s->T);
+    c.q_scale = 1.0f;
+    c.K = 1;
+    c.o = o, c.snapshots = state_out;
+    kdn_deltanet_recurrent_call(&c);
 }
 
 }  // extern "C"

@@ -27,6 +27,10 @@ int kdn_copy(void *dst, const void *src, size_t bytes);
 /* Waits for all queued work. Returns NULL when everything succeeded, else a
  * message naming the failing kernel; the error is consumed. */
 const char *kdn_sync(void);
+/* Kernels of this host thread are enqueued on `stream` (hipStream_t /
+ * cudaStream_t; NULL: the default stream; kept but unused on the cpu build)
+ * from now on; returns the previous one. */
+void *kdn_set_stream(void *stream);
 
 /* ---- timing (--bench) ---------------------------------------------------- */
 long kdn_launch_count(void);       /* kernel launches enqueued so far */
@@ -95,6 +99,27 @@ typedef struct {
 /* Token-recurrent kernel: every head and sequence in one launch. */
 void kdn_deltanet_recurrent(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                             const float *beta, const float *state_in, float *o, float *state_out);
+/* The same kernel as the library calls it (kernels/gated_delta_net.c): inputs
+ * as strided views (rows contiguous; strides in floats for dims 1..3, i.e.
+ * head, token, sequence), o scaled by q_scale, the scalar or the KDA gate,
+ * and K state snapshots. o is contiguous [D_v, H_v, T, n_seqs]; snapshot slot
+ * s (slots D_k*D_v*H_v*n_seqs floats apart) receives the state after token
+ * T-1-s for s < min(K, T) (T = 0: slot 0 gets state_in). */
+typedef struct {
+    KdnShape s; /* chunk unused */
+    const float *q, *k, *v, *g, *beta, *state_in;
+    long q_st[3], k_st[3], v_st[3], g_st[3], beta_st[3];
+    float q_scale;
+    int kda; /* 0: g is [1, H_v, T, n_seqs]; 1: [D_k, H_v, T, n_seqs], state row i *= exp(g[i]) */
+    int K;   /* >= 1 */
+    float *o, *snapshots;
+} KdnRecurrentCall;
+void kdn_deltanet_recurrent_call(const KdnRecurrentCall *c);
+
+/* dst (contiguous [ne0, ne1, ne2, ne3]) = scale * src, src a view with
+ * contiguous rows and strides st[0..2] (floats) for dims 1..3. */
+void kdn_gather_strided(const float *src, const long ne[4], const long st[3], float scale, float *dst);
+
 /* Fused chunked kernel: the whole layer in one launch. */
 void kdn_deltanet_fused(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                         const float *beta, const float *state_in, float *o, float *state_out);
@@ -116,6 +141,25 @@ void kdn_intra_chunk_fused(const KdnShape *s, const float *q, const float *k, co
 void kdn_state_chunks_fused(const KdnShape *s, int c0, int c1, const float *q, const float *k, const float *gamma,
                             const float *U, const float *W, const float *P, const float *state_in, float *state_out,
                             float *o);
+
+/* ---- the product paths (kernels/gated_delta_net.c) ----------------------
+ * What kdn_gated_delta_net (gated_delta_net.h) runs, on contiguous ggml
+ * tensors and unscaled q; the phases test these directly. */
+typedef struct {
+    float *gamma, *Tinv, *U, *W, *P; /* [ci][C], [ci][C][C], [ci][C][D_v], [ci][C][D_k], [ci][C][C] */
+} KdnChunkBuffers;
+/* Device bytes of the buffers (each 256-byte aligned when workspace is) and
+ * their places in a workspace of that size. */
+size_t kdn_chunk_buffers_bytes(const KdnShape *s);
+void kdn_chunk_buffers_carve(void *workspace, const KdnShape *s, KdnChunkBuffers *b);
+/* The layer in two launches: kdn_intra_chunk_fused, then kdn_state_chunks_fused over all chunks. */
+void kdn_deltanet_two_launch(const KdnShape *s, const KdnChunkBuffers *b, const float *q, const float *k,
+                             const float *v, const float *g, const float *beta, const float *state_in, float *o,
+                             float *state_out);
+/* Recurrent up to kdn_auto_recurrent_max_t() tokens, two-launch past it (b unused then). */
+void kdn_deltanet_auto(const KdnShape *s, const KdnChunkBuffers *b, const float *q, const float *k, const float *v,
+                       const float *g, const float *beta, const float *state_in, float *o, float *state_out);
+int kdn_auto_recurrent_max_t(void); /* per backend, docs/api.md */
 
 #ifdef __cplusplus
 }

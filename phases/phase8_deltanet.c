@@ -127,8 +127,12 @@ static void t_fused_vs_unfused(const Test *t, Ctx *c) { agree(t, c, &FUSED, &UNF
 static void t_recurrent_vs_fused(const Test *t, Ctx *c) { agree(t, c, &RECURRENT, &FUSED); }
 static void t_two_launch_vs_fused(const Test *t, Ctx *c) { agree(t, c, &TWO_LAUNCH, &FUSED); }
 /* The automatic choice against the reference, then its launch count: one
- * (recurrent) up to AUTO_RECURRENT_MAX_T tokens, two (chunked) past it. */
-static void t_auto(const Test *t, Ctx *c) {
+ * (recurrent) up to kdn_auto_recurrent_max_t() tokens, two (chunked) past it. */
+static void t_auto(const Test *row, Ctx *c) {
+    /* the row's T is the split plus shape.m: the split is the backend's own */
+    Test copy = *row;
+    copy.shape.T = kdn_auto_recurrent_max_t() + row->shape.m;
+    const Test *t = &copy;
     check_both_maps(t, c, &AUTO);
     if (test_failed(c)) return;
     DnData d;
@@ -138,7 +142,7 @@ static void t_auto(const Test *t, Ctx *c) {
     void *scratch = AUTO.prepare(c, &d.ks);
     long before = kdn_launch_count();
     AUTO.run(scratch, &d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
-    long launches = kdn_launch_count() - before, want = sh.T <= AUTO_RECURRENT_MAX_T ? 1 : 2;
+    long launches = kdn_launch_count() - before, want = sh.T <= kdn_auto_recurrent_max_t() ? 1 : 2;
     if (dev_sync(c) == 0 && launches != want)
         test_fail(c, "T = %d: %ld launches, want %ld (%s)", sh.T, launches, want, want == 1 ? "recurrent" : "chunked");
 }
@@ -414,9 +418,9 @@ static const Test tests[] = {
     {8, "two_launch_gqa3_c32", "fused", TOL_CHUNK, {HEADS(100, 2, 2, 6, 32), .state = 1}, t_two_launch},
     {8, "two_launch_strong_decay", "fused", TOL_CHUNK, {QWEN(130, 1), .decay = DECAY_STRONG, .state = 1}, t_two_launch},
     {8, "two_launch_vs_fused", "fused", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_two_launch_vs_fused},
-    /* the automatic choice on each side of AUTO_RECURRENT_MAX_T */
-    {8, "auto_short", "fused", TOL_CHUNK, {QWEN(AUTO_RECURRENT_MAX_T, 2), .state = 1}, t_auto},
-    {8, "auto_long", "fused", TOL_CHUNK, {QWEN(AUTO_RECURRENT_MAX_T + 1, 2), .state = 1}, t_auto},
+    /* the automatic choice on each side of kdn_auto_recurrent_max_t() (T = split + m) */
+    {8, "auto_short", "fused", TOL_CHUNK, {QWEN(0, 2), .m = 0, .state = 1}, t_auto},
+    {8, "auto_long", "fused", TOL_CHUNK, {QWEN(0, 2), .m = 1, .state = 1}, t_auto},
     /* the comparison view: every variant on Qwen3-Next shapes */
     {8, "compare_T1_B1", "all", TOL_CHUNK, {QWEN(1, 1), .state = 1}, t_compare},
     {8, "compare_T1_B4", "all", TOL_CHUNK, {QWEN(1, 4), .state = 1}, t_compare},

@@ -41,23 +41,16 @@ void step_state(ChunkWork *w, float *St, int n);
 void deltanet_unfused(ChunkWork *w, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                       const float *beta, const float *state_in, float *o, float *state_out);
 
-/* The layer in two launches (kernels/chunk_fused.cpp): every chunk's intra-chunk
- * quantities at once, then the state through all chunks. prepare allocates the
- * per-chunk buffers (kdn.h's layout) as device buffers of the test and returns
- * a ChunkQuantities; the run is re-runnable on the same scratch. */
-typedef struct {
-    float *gamma, *Tinv, *U, *W, *P; /* [ci][C], [ci][C][C], [ci][C][D_v], [ci][C][D_k], [ci][C][C] */
-} ChunkQuantities;
+/* The product paths live in the library (kdn.h: kdn_deltanet_two_launch,
+ * kdn_deltanet_auto). The tests give them their per-chunk buffers as guarded
+ * device buffers of the test, one per quantity (an overrun of one is caught
+ * on its own), so that phases 6 and 7 can check each intermediate. */
+typedef KdnChunkBuffers ChunkQuantities;
 int two_launch_chunks(const KdnShape *s); /* ceil(T / C) */
 void *two_launch_prepare(Ctx *c, const KdnShape *s);
+/* Layer-row adapters: scratch from two_launch_prepare. */
 void deltanet_two_launch(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
                          const float *g, const float *beta, const float *state_in, float *o, float *state_out);
-
-/* The layer as a caller should run it: the token-recurrent kernel (one
- * launch) up to AUTO_RECURRENT_MAX_T tokens per sequence, the two-launch
- * chunked form past it. The crossover is measured on the H100 by
- * tools/crossover.sh (docs/performance.md); scratch from two_launch_prepare. */
-#define AUTO_RECURRENT_MAX_T 96
 void deltanet_auto(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                    const float *beta, const float *state_in, float *o, float *state_out);
 

@@ -1,4 +1,5 @@
-/* The Delta-Net layer in two launches, and the reference of one chunk in
+/* The library's two-launch and automatic paths as layer rows of the tests
+ * (their scratch as guarded test buffers), and the reference of one chunk in
  * kdn.h's per-chunk layout (see pipeline.h). */
 #include "pipeline.h"
 
@@ -19,17 +20,12 @@ void *two_launch_prepare(Ctx *c, const KdnShape *s) {
 
 void deltanet_two_launch(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
                          const float *g, const float *beta, const float *state_in, float *o, float *state_out) {
-    ChunkQuantities *w = scratch;
-    kdn_intra_chunk_fused(s, q, k, v, g, beta, w->gamma, w->Tinv, w->U, w->W, w->P);
-    kdn_state_chunks_fused(s, 0, two_launch_chunks(s), q, k, w->gamma, w->U, w->W, w->P, state_in, state_out, o);
+    kdn_deltanet_two_launch(s, scratch, q, k, v, g, beta, state_in, o, state_out);
 }
 
 void deltanet_auto(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                    const float *beta, const float *state_in, float *o, float *state_out) {
-    if (s->T <= AUTO_RECURRENT_MAX_T)
-        kdn_deltanet_recurrent(s, q, k, v, g, beta, state_in, o, state_out);
-    else
-        deltanet_two_launch(scratch, s, q, k, v, g, beta, state_in, o, state_out);
+    kdn_deltanet_auto(s, scratch, q, k, v, g, beta, state_in, o, state_out);
 }
 
 RefChunkWork ref_chunk_work(Ctx *c, const KdnShape *s) {

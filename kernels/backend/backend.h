@@ -41,7 +41,7 @@
 #define gpuMemset hipMemset
 #define KDN_LAUNCH(kernel, grid, block, shmem, ...)                              \
     do {                                                                          \
-        hipLaunchKernelGGL(kernel, grid, block, shmem, 0, __VA_ARGS__);           \
+        hipLaunchKernelGGL(kernel, grid, block, shmem, (hipStream_t)kdn_launch_stream, __VA_ARGS__); \
         hipError_t kdn_e_ = hipGetLastError();                                    \
         kdn_note_launch(#kernel, (int)kdn_e_, hipGetErrorString(kdn_e_));          \
     } while (0)
@@ -76,7 +76,7 @@
 #define gpuMemset cudaMemset
 #define KDN_LAUNCH(kernel, grid, block, shmem, ...)                              \
     do {                                                                          \
-        kernel<<<grid, block, shmem>>>(__VA_ARGS__);                              \
+        kernel<<<grid, block, shmem, (cudaStream_t)kdn_launch_stream>>>(__VA_ARGS__); \
         cudaError_t kdn_e_ = cudaGetLastError();                                  \
         kdn_note_launch(#kernel, (int)kdn_e_, cudaGetErrorString(kdn_e_));        \
     } while (0)
@@ -99,6 +99,9 @@
 #if !defined(KDN_BACKEND_CPU)
 // Records a launch's outcome so kdn_sync() reports it (runtime.cpp).
 void kdn_note_launch(const char *kernel, int code, const char *message);
+// The stream KDN_LAUNCH enqueues on (kdn_set_stream; NULL: the default
+// stream). Per host thread, so callers on different threads keep theirs.
+extern thread_local void *kdn_launch_stream;
 #endif
 
 // A launcher that cannot run a shape (beyond a kernel's documented limits)

@@ -10,6 +10,16 @@
 
 static char refused[512];
 
+// Kernels run synchronously on the host: the stream is kept only to be
+// returned, so a caller's save/restore works the same on every build.
+static thread_local void *cpu_stream = nullptr;
+
+void *kdn_set_stream(void *stream) {
+    void *previous = cpu_stream;
+    cpu_stream = stream;
+    return previous;
+}
+
 void kdn_launch_refused(const char *kernel, const char *why) {
     if (refused[0] == 0) snprintf(refused, sizeof refused, "%s refused the shape: %s", kernel, why);
 }

@@ -20,6 +20,14 @@ void kdn_note_launch(const char *kernel, int code, const char *message) {
         snprintf(launch_error, sizeof launch_error, "launch of %s failed: %s", kernel, message);
 }
 
+thread_local void *kdn_launch_stream = nullptr;
+
+void *kdn_set_stream(void *stream) {
+    void *previous = kdn_launch_stream;
+    kdn_launch_stream = stream;
+    return previous;
+}
+
 void kdn_launch_refused(const char *kernel, const char *why) {
     if (launch_error[0] == 0) snprintf(launch_error, sizeof launch_error, "%s refused the shape: %s", kernel, why);
 }
