@@ -4,19 +4,21 @@
 
 #include <string.h>
 
-static const TestList *const phases[MAX_PHASE] = {
+/* In ladder order; a phase may have more than one table. */
+static const TestList *const phases[] = {
     &phase1_tests, &phase2_tests, &phase3_tests, &phase4_tests,
-    &phase5_tests, &phase6_tests, &phase7_tests, &phase8_tests,
+    &phase5_tests, &phase6_tests, &phase7_tests, &phase8_tests, &phase8_gdn_tests,
 };
+enum { N_TABLES = sizeof phases / sizeof phases[0] };
 
 int registry_count(void) {
     int n = 0;
-    for (int p = 0; p < MAX_PHASE; p++) n += phases[p]->count;
+    for (int p = 0; p < N_TABLES; p++) n += phases[p]->count;
     return n;
 }
 
 const Test *registry_get(int i) {
-    for (int p = 0; p < MAX_PHASE; p++) {
+    for (int p = 0; p < N_TABLES; p++) {
         if (i < phases[p]->count) return &phases[p]->tests[i];
         i -= phases[p]->count;
     }

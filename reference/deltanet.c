@@ -23,31 +23,44 @@ static void *xcalloc(size_t n, size_t size) {
     return p;
 }
 
-/* One token of one head; St is D_v x D_k (row b = column b of S). */
-static void recurrent_token(int D_k, int D_v, const float *q, const float *k, const float *v, double g, double beta,
-                            double *St, double *o) {
-    double a = exp(g);
+/* One token of one head; St is D_v x D_k (row b = column b of S). Key row i
+ * of S decays by exp(g[i * g_stride]) (stride 0: ggml's scalar gate; 1: the
+ * KDA gate); o = q_scale * S^T q after the update. */
+static void recurrent_token(int D_k, int D_v, const float *q, const float *k, const float *v, const float *g,
+                            int g_stride, double beta, double q_scale, double *St, double *o) {
     for (int b = 0; b < D_v; b++) {
         double *row = St + (size_t)b * D_k, sk = 0.0;
-        for (int i = 0; i < D_k; i++) sk += (row[i] *= a) * k[i];
+        for (int i = 0; i < D_k; i++) sk += (row[i] *= exp(g[i * g_stride])) * k[i];
         double d = beta * (v[b] - sk), out = 0.0;
         for (int i = 0; i < D_k; i++) out += (row[i] += k[i] * d) * q[i];
-        o[b] = out;
+        o[b] = q_scale * out;
     }
 }
 
-void ref_deltanet_recurrent(const RefShape *s, const RefInputs *in, double *o, double *state_out) {
-    size_t head = (size_t)s->D_k * s->D_v;
+void ref_gdn(const RefGdnShape *gs, const RefInputs *in, double *o, double *snapshots) {
+    const RefShape *s = &gs->s;
+    size_t head = (size_t)s->D_k * s->D_v, slot = head * s->H_v * s->n_seqs;
+    int g_stride = gs->kda ? 1 : 0, g_row = gs->kda ? s->D_k : 1;
+    double *St = xcalloc(head, sizeof *St);
     for (int seq = 0; seq < s->n_seqs; seq++)
         for (int h = 0; h < s->H_v; h++) {
-            double *St = state_out + state_at(s, seq, h);
             ref_widen(in->state + state_at(s, seq, h), St, head);
             int hk = ref_key_head(s, h);
-            for (int t = 0; t < s->T; t++)
+            for (int t = 0; t < s->T; t++) {
                 recurrent_token(s->D_k, s->D_v, in->q + qk_at(s, seq, t, hk), in->k + qk_at(s, seq, t, hk),
-                                in->v + v_at(s, seq, t, h), in->g[gb_at(s, seq, t, h)], in->beta[gb_at(s, seq, t, h)],
-                                St, o + v_at(s, seq, t, h));
+                                in->v + v_at(s, seq, t, h), in->g + gb_at(s, seq, t, h) * g_row, g_stride,
+                                in->beta[gb_at(s, seq, t, h)], gs->q_scale, St, o + v_at(s, seq, t, h));
+                if (s->T - 1 - t < gs->K)
+                    memcpy(snapshots + (size_t)(s->T - 1 - t) * slot + state_at(s, seq, h), St, head * sizeof *St);
+            }
+            if (s->T == 0) memcpy(snapshots + state_at(s, seq, h), St, head * sizeof *St);
         }
+    free(St);
+}
+
+void ref_deltanet_recurrent(const RefShape *s, const RefInputs *in, double *o, double *state_out) {
+    RefGdnShape gs = {*s, 0, 1, 1.0};
+    ref_gdn(&gs, in, o, state_out);
 }
 
 void ref_chunk_intra(int n, int D_k, int D_v, const double *k, const double *v, const double *g, const double *beta,

@@ -23,8 +23,21 @@ typedef struct {
 
 int ref_key_head(const RefShape *s, int h);
 
-/* Ground truth: the token-by-token recurrence. o and state_out in ggml layout. */
+/* Ground truth: the token-by-token recurrence (ref_gdn with the scalar gate,
+ * K = 1, q unscaled). o and state_out in ggml layout. */
 void ref_deltanet_recurrent(const RefShape *s, const RefInputs *in, double *o, double *state_out);
+/* ggml's GATED_DELTA_NET by the recurrence: q scaled by q_scale (ggml:
+ * 1/sqrt(D_v)), g scalar per head and token or per key row (KDA, g then
+ * [D_k, H_v, T, n_seqs]: row i of S decays by exp(g[i])), and K state
+ * snapshots: slot s (D_k*D_v*H_v*n_seqs doubles each) gets the state after
+ * token T-1-s for s < min(K, T) (T = 0: slot 0 the initial state); other
+ * slots are not written. */
+typedef struct {
+    RefShape s; /* chunk unused */
+    int kda, K;
+    double q_scale;
+} RefGdnShape;
+void ref_gdn(const RefGdnShape *gs, const RefInputs *in, double *o, double *snapshots);
 /* The chunked (WY) form, built from the two per-chunk steps below. */
 void ref_deltanet_chunked(const RefShape *s, const RefInputs *in, double *o, double *state_out);
 

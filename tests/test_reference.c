@@ -1,6 +1,8 @@
 /* Proves the reference: the chunked (WY) form equals the token recurrence
  * on many shapes, (I - A) Tinv = I, and one token against a closed form
- * written out here independently of reference/deltanet.c. */
+ * written out here independently of reference/deltanet.c; ggml's op
+ * (ref_gdn): the KDA gate against a matrix form written out here, K snapshots
+ * against the recurrence over prefixes, q scale. */
 #include "../reference/deltanet.h"
 #include "../reference/ref.h"
 
@@ -165,6 +167,128 @@ static void one_token_closed_form(RefShape s) {
     free_inputs(&in);
 }
 
+/* ---- ggml's op (ref_gdn): KDA gate, snapshots, q scale ------------------ */
+static double *snapshot_buffer(size_t n) {
+    double *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++) x[i] = NAN;
+    return x;
+}
+
+/* A KDA gate whose rows all equal the scalar gate is the scalar gate. */
+static void kda_uniform_is_scalar(RefShape s) {
+    Inputs in = make_inputs(&s, DECAY_MILD);
+    size_t gb = (size_t)s.T * s.n_seqs * s.H_v, no = gb * s.D_v, ns = (size_t)s.n_seqs * s.H_v * s.D_v * s.D_k;
+    float *g_kda = malloc(gb * s.D_k * sizeof *g_kda);
+    for (size_t e = 0; e < gb * s.D_k; e++) g_kda[e] = in.g[e / s.D_k];
+    RefInputs scalar = {in.q, in.k, in.v, in.g, in.beta, in.state}, kda = scalar;
+    kda.g = g_kda;
+    double *o1 = malloc(no * sizeof *o1), *o2 = malloc(no * sizeof *o2), *s1 = malloc(ns * 8), *s2 = malloc(ns * 8);
+    RefGdnShape a = {s, 0, 1, 0.5}, b = {s, 1, 1, 0.5};
+    ref_gdn(&a, &scalar, o1, s1);
+    ref_gdn(&b, &kda, o2, s2);
+    double e = fmax(max_rel_diff(o2, o1, no), max_rel_diff(s2, s1, ns));
+    check(e == 0.0, "KDA gate with equal rows == scalar gate", "T=9 B=2 Hk=1 Hv=2 Dk=8 Dv=4", e);
+    free(o1), free(o2), free(s1), free(s2), free(g_kda);
+    free_inputs(&in);
+}
+
+/* The KDA recurrence as matrices, indexed here: S (D_k x D_v, plain row-major)
+ *   S <- (I - beta k k^T) diag(a) S + beta k v^T,   o = q_scale S^T q
+ * against ref_gdn on one head (n_seqs = H = 1). */
+static void kda_matrix_form(int T, int dk, int dv) {
+    RefShape s = {T, 1, 1, 1, dk, dv, 64, REF_HEAD_MAP_TILED};
+    Inputs in = make_inputs(&s, DECAY_MILD);
+    float *g = fill((size_t)T * dk, 1.0);
+    for (int e = 0; e < T * dk; e++) g[e] = (float)(-fabs(g[e]) * 2.0); /* per-row log-decay in [-2, 0] */
+    RefInputs ri = {in.q, in.k, in.v, g, in.beta, in.state};
+    double q_scale = 1.0 / sqrt(dv), *o = malloc(sizeof(double) * T * dv), *snap = malloc(sizeof(double) * dk * dv);
+    RefGdnShape gs = {s, 1, 1, q_scale};
+    ref_gdn(&gs, &ri, o, snap);
+    double *S = malloc(sizeof(double) * dk * dv), *M = malloc(sizeof(double) * dk * dk),
+           *N = malloc(sizeof(double) * dk * dv), worst = 0.0;
+    for (int i = 0; i < dk; i++)
+        for (int j = 0; j < dv; j++) S[i * dv + j] = in.state[j * dk + i]; /* ggml: S[i][j] at i + j*dk */
+    for (int t = 0; t < T; t++) {
+        const float *q = in.q + t * dk, *k = in.k + t * dk, *v = in.v + t * dv;
+        double beta = in.beta[t];
+        for (int i = 0; i < dk; i++)
+            for (int p = 0; p < dk; p++) M[i * dk + p] = ((i == p) - beta * k[i] * k[p]) * exp((double)g[t * dk + p]);
+        for (int i = 0; i < dk; i++)
+            for (int j = 0; j < dv; j++) {
+                double acc = beta * k[i] * v[j];
+                for (int p = 0; p < dk; p++) acc += M[i * dk + p] * S[p * dv + j];
+                N[i * dv + j] = acc;
+            }
+        double *swap = S;
+        S = N, N = swap;
+        for (int j = 0; j < dv; j++) {
+            double out = 0.0;
+            for (int i = 0; i < dk; i++) out += S[i * dv + j] * q[i];
+            double e = fabs(q_scale * out - o[t * dv + j]) / (1.0 + fabs(o[t * dv + j]));
+            if (!(e <= worst)) worst = e;
+        }
+    }
+    for (int i = 0; i < dk; i++)
+        for (int j = 0; j < dv; j++) {
+            double e = fabs(S[i * dv + j] - snap[j * dk + i]) / (1.0 + fabs(S[i * dv + j]));
+            if (!(e <= worst)) worst = e;
+        }
+    char shape[64];
+    snprintf(shape, sizeof shape, "T=%d Dk=%d Dv=%d", T, dk, dv);
+    check(worst <= 1e-12, "KDA recurrence == matrix form", shape, worst);
+    free(o), free(snap), free(S), free(M), free(N), free(g);
+    free_inputs(&in);
+}
+
+/* Snapshot slot j == the final state of the first T - j tokens (j < min(K, T));
+ * slots past T untouched; the outputs do not depend on K. */
+static void snapshots_are_prefix_states(int T, int K, int kda) {
+    RefShape s = {T, 1, 2, 4, 8, 6, 64, REF_HEAD_MAP_BLOCK};
+    Inputs in = make_inputs(&s, DECAY_MILD);
+    float *g_kda = fill((size_t)T * s.H_v * s.D_k, 0.5);
+    for (int e = 0; e < T * s.H_v * s.D_k; e++) g_kda[e] = -fabsf(g_kda[e]);
+    RefInputs ri = {in.q, in.k, in.v, kda ? g_kda : in.g, in.beta, in.state};
+    size_t no = (size_t)T * s.H_v * s.D_v, slot = (size_t)s.H_v * s.D_v * s.D_k;
+    double *o = malloc(no * 8), *o1 = malloc(no * 8), *snaps = snapshot_buffer(K * slot), *one = malloc(slot * 8);
+    RefGdnShape gs = {s, kda, K, 0.25};
+    ref_gdn(&gs, &ri, o, snaps);
+    double worst = 0.0;
+    for (int j = 0; j < K; j++) {
+        if (j >= T) { /* never written: still NaN */
+            for (size_t e = 0; e < slot; e++)
+                if (snaps[j * slot + e] == snaps[j * slot + e]) worst = INFINITY;
+            continue;
+        }
+        RefGdnShape prefix = {s, kda, 1, 0.25};
+        prefix.s.T = T - j; /* n_seqs = 1: the first T - j tokens are a prefix of every tensor */
+        ref_gdn(&prefix, &ri, o1, one);
+        worst = fmax(worst, max_rel_diff(snaps + j * slot, one, slot));
+        if (j == 0) worst = fmax(worst, max_rel_diff(o, o1, no));
+    }
+    char shape[64];
+    snprintf(shape, sizeof shape, "T=%d K=%d kda=%d", T, K, kda);
+    check(worst == 0.0, "snapshot slot j == state of the first T-j tokens", shape, worst);
+    free(o), free(o1), free(snaps), free(one), free(g_kda);
+    free_inputs(&in);
+}
+
+/* o is linear in q: o(q_scale) == q_scale * o(1), the state unchanged. */
+static void q_scale_scales_outputs(void) {
+    RefShape s = {20, 2, 2, 4, 16, 8, 64, REF_HEAD_MAP_TILED};
+    Inputs in = make_inputs(&s, DECAY_MILD);
+    RefInputs ri = {in.q, in.k, in.v, in.g, in.beta, in.state};
+    size_t no = (size_t)s.T * s.n_seqs * s.H_v * s.D_v, ns = (size_t)s.n_seqs * s.H_v * s.D_v * s.D_k;
+    double *o1 = malloc(no * 8), *o2 = malloc(no * 8), *s1 = malloc(ns * 8), *s2 = malloc(ns * 8);
+    RefGdnShape a = {s, 0, 1, 1.0}, b = {s, 0, 1, 0.125};
+    ref_gdn(&a, &ri, o1, s1);
+    ref_gdn(&b, &ri, o2, s2);
+    for (size_t e = 0; e < no; e++) o1[e] *= 0.125;
+    double e = fmax(max_rel_diff(o2, o1, no), max_rel_diff(s2, s1, ns));
+    check(e == 0.0, "o(q_scale) == q_scale o(1)", "T=20 B=2 Hk=2 Hv=4 Dk=16 Dv=8", e);
+    free(o1), free(o2), free(s1), free(s2);
+    free_inputs(&in);
+}
+
 int main(void) {
     /* T around the chunk size (one token, one short of a chunk, a chunk, one
      * over) and ragged multi-chunk lengths, for each chunk size */
@@ -197,6 +321,14 @@ int main(void) {
     one_token_closed_form((RefShape){1, 1, 1, 1, 7, 5, 64, REF_HEAD_MAP_TILED});
     for (int map = REF_HEAD_MAP_TILED; map <= REF_HEAD_MAP_BLOCK; map++)
         one_token_closed_form((RefShape){1, 3, 2, 6, 16, 12, 64, map});
+    /* ggml's op: KDA gate, snapshots (T below, at and above K), q scale */
+    kda_uniform_is_scalar((RefShape){9, 2, 1, 2, 8, 4, 64, REF_HEAD_MAP_TILED});
+    kda_matrix_form(12, 16, 8);
+    kda_matrix_form(5, 7, 5);
+    static const int snap_cases[][2] = {{1, 1}, {1, 4}, {3, 4}, {4, 4}, {9, 2}, {9, 4}};
+    for (size_t i = 0; i < sizeof snap_cases / sizeof snap_cases[0]; i++)
+        for (int kda = 0; kda <= 1; kda++) snapshots_are_prefix_states(snap_cases[i][0], snap_cases[i][1], kda);
+    q_scale_scales_outputs();
     if (failures) {
         printf("test_reference: %d of %d checks failed\n", failures, checks);
         return 1;
