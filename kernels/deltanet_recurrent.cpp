@@ -117,7 +117,11 @@ __device__ __forceinline__ void store_state(const KdnRecurrentCall &c, const flo
         if (kFull || r * kGroup < n_rows) dst[r * kGroup] = S[r];
 }
 
-template <int R, bool kFull, bool kKda>
+// kSnap: snapshots stored inside the token loop (K > 1, and the KDA variant);
+// without it only the final state is stored, after the loop: a store in the
+// loop keeps 3 more VGPRs live (66 vs 63 at D_k = 128 on gfx906, 3 waves per
+// SIMD instead of 4), so the decode path of K = 1 does without.
+template <int R, bool kFull, bool kKda, bool kSnap>
 __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurrentCall c) {
     const int T = c.s.T, H_k = c.s.H_k, H_v = c.s.H_v, D_k = c.s.D_k, D_v = c.s.D_v;
     const int tid = (int)threadIdx.x;
@@ -179,10 +183,11 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurr
         // o is linear in q: ggml's 1/sqrt(S_v) on q is one multiply here.
         if (row0 == 0 && col_ok) ob[(size_t)t * st_o] = c.q_scale * fmaf(d, kq, a * sq);
         // Snapshot slot T-1-t holds the state after token t (slot 0: final).
-        if (col_ok && T - 1 - t < c.K) store_state<R, kFull>(c, S, T - 1 - t, s_off, n_rows);
+        if (kSnap && col_ok && T - 1 - t < c.K) store_state<R, kFull>(c, S, T - 1 - t, s_off, n_rows);
         cur = nxt;
     }
-    if (T == 0 && col_ok) store_state<R, kFull>(c, S, 0, s_off, n_rows); // no token: the state as it was
+    // Without kSnap, or with no token at all: slot 0 gets the state as it is now.
+    if ((!kSnap || T == 0) && col_ok) store_state<R, kFull>(c, S, 0, s_off, n_rows);
 }
 
 static const char *unsupported(const KdnRecurrentCall *c) {
@@ -199,10 +204,14 @@ static const char *unsupported(const KdnRecurrentCall *c) {
 template <int R, bool kFull>
 static void launch(const KdnRecurrentCall *c) {
     dim3 grid((unsigned)KDN_CEIL_DIV(c->s.D_v, kColsPerBlock), (unsigned)c->s.H_v, (unsigned)c->s.n_seqs);
+    // three variants: scalar gate K = 1 (decode, prompts), scalar gate with
+    // snapshots, KDA gate (with or without snapshots)
     if (c->kda)
-        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, true>), grid, dim3(kBlock), 0, *c);
+        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, true, true>), grid, dim3(kBlock), 0, *c);
+    else if (c->K > 1)
+        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, true>), grid, dim3(kBlock), 0, *c);
     else
-        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false>), grid, dim3(kBlock), 0, *c);
+        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, false>), grid, dim3(kBlock), 0, *c);
 }
 
 // Strides of a contiguous [D, H, T, n_seqs] tensor for dims 1..3, in floats.
