@@ -6,6 +6,7 @@
 #   the command line's exit statuses and determinism (tests/cli.sh),
 #   --dump/--load/--set round trips, read back with numpy (tests/test_tensors.sh),
 #   the reference against itself, result logs and reports,
+#   make install + a C caller built with pkg-config (tests/test_install.sh),
 #   every phase of the ladder on the CPU build, its log compared with
 #   results/baseline-cpu.tsv (make baseline rewrites it), the ladder's
 #   output printed last.
@@ -51,6 +52,7 @@ test:
 	@sh tests/cli.sh build/cpu/test_deltanet build/cpu/test_failing $$([ -x build/hip/test_deltanet ] && echo build/hip/test_deltanet)
 	@sh tests/test_tensors.sh build/cpu/test_deltanet
 	@$(MAKE) --no-print-directory BACKEND=cpu test-reference
+	@sh tests/test_install.sh cpu
 	@$(MAKE) --no-print-directory BACKEND=cpu test-report
 	@build/cpu/test_deltanet --log build/cpu/ladder.tsv > build/cpu/ladder.out 2> build/cpu/ladder.err; rc=$$?; \
 	 build/cpu/test_deltanet --compare results/baseline-cpu.tsv build/cpu/ladder.tsv > build/cpu/baseline.out 2>&1; \
