@@ -2,11 +2,12 @@
 # The check of ggml-kdn.patch on a GPU: builds and installs libkdn from this tree, applies the patch to a llama.cpp
 # or ggml checkout and builds its test-backend-ops (apply_and_build.sh), then runs test-backend-ops on
 # GATED_DELTA_NET in test mode (against ggml's CPU backend) and in perf mode, each with libkdn and with ggml's own
-# kernel (GGML_KDN_DISABLE=1, the same binary), and tabulates the perf runs side by side.
+# kernel (GGML_KDN_DISABLE=1, the same binary; on CUDA perf also with ggml's PDL off), and tabulates the perf runs.
 #
 #   integration/llama.cpp/check_on_gpu.sh [--backend cuda|hip] [--target T] [--prefix DIR] [--skip-build]
 #                                         LLAMA_OR_GGML_DIR OUTDIR
-# OUTDIR gets: lib.log build.log test-kdn.txt test-stock.txt perf-kdn.txt perf-stock.txt perf-compare.tsv
+# OUTDIR gets: lib.log build.log test.txt perf.txt (every run, each after a '### mode name: command' line) and
+# perf-compare.tsv
 # (--skip-build: only the runs, on a build that is already there). The CUDA build turns ggml's FlashAttention
 # kernels and NCCL off to cut the compile time; neither touches GATED_DELTA_NET.
 # Exit status: 0 both test runs passed, 1 a step failed (its log says which), 2 bad usage.
@@ -53,28 +54,45 @@ fi
 
 tbo="$build/bin/test-backend-ops"
 strip_colours() { sed 's/\x1b\[[0-9;]*m//g'; }
+# name:environment of each run; "nopdl": ggml's programmatic dependent launch off (GGML_CUDA_PDL=0, CUDA only),
+# which lets ggml's kernels start while the previous kernel finishes -- libkdn launches without it.
+test_runs="kdn:GGML_KDN_DISABLE=0 stock:GGML_KDN_DISABLE=1"
+perf_runs=$test_runs
+[ "$backend" = cuda ] && perf_runs="$perf_runs kdn-nopdl:GGML_KDN_DISABLE=0,GGML_CUDA_PDL=0 stock-nopdl:GGML_KDN_DISABLE=1,GGML_CUDA_PDL=0"
 status=0
 for mode in test perf; do
-    for impl in kdn stock; do
-        disable=0; [ "$impl" = stock ] && disable=1
-        GGML_KDN_DISABLE=$disable "$tbo" "$mode" -o GATED_DELTA_NET -b "$device" 2>&1 | strip_colours \
-            > "$out/$mode-$impl.txt"
+    : > "$out/$mode.txt"
+    runs=$test_runs; [ "$mode" = perf ] && runs=$perf_runs
+    for run in $runs; do
+        name=${run%%:*} env_list=${run#*:}
+        echo "### $mode $name: ${env_list//,/ } $tbo $mode -o GATED_DELTA_NET -b $device" >> "$out/$mode.txt"
+        # shellcheck disable=SC2046  # the environment list splits on purpose
+        env $(echo "$env_list" | tr , ' ') "$tbo" "$mode" -o GATED_DELTA_NET -b "$device" 2>&1 | strip_colours \
+            > "$out/run.txt"
         rc=${PIPESTATUS[0]}
-        step "$mode with $impl: exit $rc, $(grep -c ': OK$' "$out/$mode-$impl.txt") OK," \
-             "$(grep -c 'FAIL' "$out/$mode-$impl.txt") FAIL lines"
+        cat "$out/run.txt" >> "$out/$mode.txt"
+        step "$mode $name: exit $rc, $(grep -c ': OK$' "$out/run.txt") cases OK, $(grep -c 'FAIL' "$out/run.txt")" \
+             "FAIL lines, $(grep -c ' us/run' "$out/run.txt") timed"
         [ "$mode" = test ] && [ "$rc" != 0 ] && status=1
     done
 done
+rm -f "$out/run.txt"
 
-# One row per perf case: ggml's kernel, libkdn, and how many times faster libkdn is.
+# One row per perf case: the microseconds per run of each perf run, and ggml's time over libkdn's (with and
+# without PDL): above 1 libkdn is faster.
 awk -F' - ' '
-    FNR == 1 { impl = (FILENAME ~ /perf-stock/) ? "stock" : "kdn" }
+    /^### perf / { split($0, w, " "); run = w[3]; sub(/:$/, "", run); runs[++nr] = run; next }
     / us\/run/ { name = $1; sub(/^ */, "", name); sub(/: .*/, "", name)
                  us = $2; sub(/ *us\/run.*/, "", us); gsub(/ /, "", us)
-                 t[name, impl] = us; if (!(name in seen)) { seen[name] = 1; order[++n] = name } }
-    END { print "case\tstock_us\tkdn_us\tspeedup"
-          for (i = 1; i <= n; i++) { c = order[i]; s = t[c, "stock"]; k = t[c, "kdn"]
-              printf "%s\t%s\t%s\t%s\n", c, s, k, (s > 0 && k > 0) ? sprintf("%.2f", s / k) : "-" } }
-' "$out/perf-stock.txt" "$out/perf-kdn.txt" > "$out/perf-compare.tsv"
-column -t -s $'\t' "$out/perf-compare.tsv"
+                 t[name, run] = us; if (!(name in seen)) { seen[name] = 1; order[++n] = name } }
+    function ratio(a, b) { return (a > 0 && b > 0) ? sprintf("%.2f", a / b) : "-" }
+    END { printf "case"; for (i = 1; i <= nr; i++) printf "\t%s_us", runs[i]
+          printf "\tstock/kdn"; if (nr > 2) printf "\tstock/kdn_nopdl"; printf "\n"
+          for (j = 1; j <= n; j++) { c = order[j]; printf "%s", c
+              for (i = 1; i <= nr; i++) printf "\t%s", t[c, runs[i]]
+              printf "\t%s", ratio(t[c, "stock"], t[c, "kdn"])
+              if (nr > 2) printf "\t%s", ratio(t[c, "stock-nopdl"], t[c, "kdn-nopdl"])
+              printf "\n" } }
+' "$out/perf.txt" > "$out/perf-compare.tsv"
+cat "$out/perf-compare.tsv"
 exit $status
