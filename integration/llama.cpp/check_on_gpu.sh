@@ -4,24 +4,26 @@
 # GATED_DELTA_NET in test mode (against ggml's CPU backend) and in perf mode, each with libkdn and with ggml's own
 # kernel (GGML_KDN_DISABLE=1, the same binary; on CUDA perf also with ggml's PDL off), and tabulates the perf runs.
 #
-#   integration/llama.cpp/check_on_gpu.sh [--backend cuda|hip] [--target T] [--prefix DIR] [--skip-build]
-#                                         LLAMA_OR_GGML_DIR OUTDIR
+#   integration/llama.cpp/check_on_gpu.sh [--backend cuda|hip] [--target T] [--prefix DIR]
+#                                         [--build-only | --skip-build] LLAMA_OR_GGML_DIR OUTDIR
 # OUTDIR gets: lib.log build.log test.txt perf.txt (every run, each after a '### mode name: command' line) and
 # perf-compare.tsv
-# (--skip-build: only the runs, on a build that is already there). The CUDA build turns ggml's FlashAttention
+# (--build-only: stop after the build; --skip-build: only the runs, on a build that is already there -- so other
+# GPU work can share the build's time but not the timed runs). The CUDA build turns ggml's FlashAttention
 # kernels and NCCL off to cut the compile time; neither touches GATED_DELTA_NET.
 # Exit status: 0 both test runs passed, 1 a step failed (its log says which), 2 bad usage.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-backend=cuda target="" prefix=/tmp/kdn-prefix skip_build=0
+backend=cuda target="" prefix=/tmp/kdn-prefix skip_build=0 build_only=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --backend)    backend=${2:?}; shift 2 ;;
         --target)     target=${2:?}; shift 2 ;;
         --prefix)     prefix=${2:?}; shift 2 ;;
         --skip-build) skip_build=1; shift ;;
+        --build-only) build_only=1; shift ;;
         -*)           echo "check_on_gpu.sh: unknown option $1" >&2; exit 2 ;;
         *)            break ;;
     esac
@@ -51,6 +53,7 @@ if [ "$skip_build" = 0 ]; then
         { step "build failed (build.log)"; tail -30 "$out/build.log"; exit 1; }
     step "built in ${SECONDS}s"
 fi
+[ "$build_only" = 1 ] && exit 0
 
 tbo="$build/bin/test-backend-ops"
 strip_colours() { sed 's/\x1b\[[0-9;]*m//g'; }
