@@ -2,7 +2,9 @@
 # The check of ggml-kdn.patch on a GPU: builds and installs libkdn from this tree, applies the patch to a llama.cpp
 # or ggml checkout and builds its test-backend-ops (apply_and_build.sh), then runs test-backend-ops on
 # GATED_DELTA_NET in test mode (against ggml's CPU backend) and in perf mode, each with libkdn and with ggml's own
-# kernel (GGML_KDN_DISABLE=1, the same binary; on CUDA perf also with ggml's PDL off), and tabulates the perf runs.
+# kernel (GGML_KDN_DISABLE=1, the same binary; on CUDA perf also with ggml's PDL off), tabulates the perf runs, and
+# runs fusion_check.cpp (the op fused with the copy of its snapshots into a cache, which test-backend-ops never
+# builds) both ways.
 #
 #   integration/llama.cpp/check_on_gpu.sh [--backend cuda|hip] [--target T] [--prefix DIR]
 #                                         [--build-only | --skip-build] LLAMA_OR_GGML_DIR OUTDIR
@@ -11,7 +13,7 @@
 # (--build-only: stop after the build; --skip-build: only the runs, on a build that is already there -- so other
 # GPU work can share the build's time but not the timed runs). The CUDA build turns ggml's FlashAttention
 # kernels and NCCL off to cut the compile time; neither touches GATED_DELTA_NET.
-# Exit status: 0 both test runs passed, 1 a step failed (its log says which), 2 bad usage.
+# Exit status: 0 both test runs and both fusion checks passed, 1 a step failed (its log says which), 2 bad usage.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -52,6 +54,12 @@ if [ "$skip_build" = 0 ]; then
         --targets test-backend-ops "$src" -- "${speed_flags[@]}" > "$out/build.log" 2>&1 ||
         { step "build failed (build.log)"; tail -30 "$out/build.log"; exit 1; }
     step "built in ${SECONDS}s"
+    # fusion_check links the ggml just built (its libraries sit in bin/ in llama.cpp, src/... in ggml)
+    inc="$src/include"; [ -d "$src/ggml/include" ] && inc="$src/ggml/include"
+    libdirs=$(find "$build" -name 'libggml*.so*' -printf '%h\n' | sort -u)
+    ${CXX:-c++} -std=c++17 -O2 "$here/fusion_check.cpp" -I"$inc" $(printf ' -L%s -Wl,-rpath,%s' $libdirs $libdirs) \
+        -lggml -lggml-base -o "$build/fusion_check" >> "$out/build.log" 2>&1 ||
+        { step "fusion_check did not build (build.log)"; tail -20 "$out/build.log"; exit 1; }
 fi
 [ "$build_only" = 1 ] && exit 0
 
@@ -78,6 +86,16 @@ for mode in test perf; do
              "FAIL lines, $(grep -c ' us/run' "$out/run.txt") timed"
         [ "$mode" = test ] && [ "$rc" != 0 ] && status=1
     done
+done
+# The cache-copy fusion that test-backend-ops never builds (fusion_check.cpp), with libkdn and with ggml's kernel.
+for run in $test_runs; do
+    name=${run%%:*} env_list=${run#*:}
+    echo "### fusion $name: $env_list $build/fusion_check $device" >> "$out/test.txt"
+    env "$env_list" "$build/fusion_check" "$device" 2>&1 | strip_colours > "$out/run.txt"
+    rc=${PIPESTATUS[0]}
+    cat "$out/run.txt" >> "$out/test.txt"
+    step "fusion_check $name: exit $rc, $(tail -1 "$out/run.txt")"
+    [ "$rc" != 0 ] && status=1
 done
 rm -f "$out/run.txt"
 
