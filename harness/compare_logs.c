@@ -25,6 +25,7 @@ enum {
     PHASE,    /* 1..MAX_PHASE */
     STATUS,   /* PASS, FAIL or TIME */
     MEASURE,  /* a finite number >= 0, or n/a */
+    RATIO,    /* a number >= 0, inf (a zero reference, a nonzero output), or n/a */
     TIMING,   /* a finite number >= 0, or empty (untimed rows) */
 };
 /* How --compare judges a numeric column between OLD and NEW. */
@@ -43,8 +44,12 @@ enum {
     X(VARIANT, "variant", KEY, SHOWN)    \
     X(SHAPE, "shape", TEXT, SHOWN)       \
     X(MAX_DIFF, "max_diff", MEASURE, ERROR) \
+    X(WORST, "worst", TEXT, SHOWN)       \
+    X(NREL, "nrel", RATIO, ERROR)        \
+    X(NMSE, "nmse", RATIO, SHOWN)        \
     X(ATOL, "atol", MEASURE, BOUND)      \
     X(RTOL, "rtol", MEASURE, BOUND)      \
+    X(NREL_TOL, "nrel_tol", MEASURE, BOUND) \
     X(STATUS_COL, "status", STATUS, SHOWN) \
     X(MEDIAN, "median_us", TIMING, TIME) \
     X(MIN, "min_us", TIMING, SHOWN)
@@ -132,6 +137,9 @@ static const char *parse_field(int col, const char *s, Row *r) {
         if (strcmp(s, "PASS") && strcmp(s, "FAIL") && strcmp(s, "TIME")) return "is not PASS, FAIL or TIME";
         r->status = s[0];
         return NULL;
+    case RATIO:
+        if (strcmp(s, "inf") == 0) return r->v[col] = INFINITY, NULL;
+        /* fall through */
     case MEASURE:
         if (strcmp(s, "n/a") == 0) return NULL;
         return strict_number(s, &r->v[col]) ? NULL : "is not a finite number >= 0 or n/a";

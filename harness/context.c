@@ -144,6 +144,16 @@ static void report_element(Ctx *c, const char *what, size_t i, int cols, float g
     test_fail(c, "  %s[%zu, %zu] got %.9g expected %.9g", what, i / (size_t)cols, i % (size_t)cols, got, ref);
 }
 
+/* Keeps the test's largest max_diff (with its element) and normwise error. */
+static void record_comparison(Ctx *c, const char *what, const Comparison *r, int cols) {
+    if (!c->compared || r->max_diff > c->max_diff) {
+        c->max_diff = r->max_diff;
+        snprintf(c->worst, sizeof c->worst, "%.40s[%zu,%zu]", what, r->worst / (size_t)cols, r->worst % (size_t)cols);
+    }
+    if (!c->compared || r->nrel > c->nrel) c->nrel = r->nrel, c->nmse = r->nmse;
+    c->compared = true;
+}
+
 int expect_close_host(Ctx *c, const char *what, const float *got, const double *ref, int rows, int cols, Tol tol) {
     size_t n = (size_t)rows * (size_t)cols, shape[2] = {(size_t)rows, (size_t)cols};
     char ref_name[96];
@@ -151,18 +161,23 @@ int expect_close_host(Ctx *c, const char *what, const float *got, const double *
     dump_floats(c, what, got, 2, shape);
     dump_doubles(c, ref_name, ref, 2, shape);
     Comparison r = compare_arrays(got, ref, n, tol);
-    if (!c->compared || r.max_diff > c->max_diff) c->max_diff = r.max_diff;
-    c->compared = true;
+    record_comparison(c, what, &r, cols);
+    size_t used = strlen(c->outputs);
+    snprintf(c->outputs + used, sizeof c->outputs - used, "%s: max_diff %.3e at [%zu, %zu], nrel %.3e, nmse %.3e, scale %.3g\n",
+             what, r.max_diff, r.worst / (size_t)cols, r.worst % (size_t)cols, r.nrel, r.nmse, r.scale);
     if (r.n_nonfinite)
         test_fail(c, "%s: %zu NaN/Inf values, first at [%zu, %zu] (%g)", what, r.n_nonfinite,
                   r.first_nonfinite / (size_t)cols, r.first_nonfinite % (size_t)cols, got[r.first_nonfinite]);
     if (r.n_bad > r.n_nonfinite)
-        test_fail(c, "%s: %zu of %zu elements out of tolerance; worst [%zu, %zu] got %.9g expected %.9g (diff %.3e)",
-                  what, r.n_bad, n, r.worst / (size_t)cols, r.worst % (size_t)cols, got[r.worst], ref[r.worst], r.max_diff);
+        test_fail(c, "%s: %zu of %zu elements out of tolerance; worst [%zu, %zu] got %.9g expected %.9g (diff %.3e, bound %.3e*%.3g+%.1e*|ref|)",
+                  what, r.n_bad, n, r.worst / (size_t)cols, r.worst % (size_t)cols, got[r.worst], ref[r.worst], r.max_diff,
+                  tol.atol, r.scale, tol.rtol);
+    if (r.nrel_bad)
+        test_fail(c, "%s: normwise relative error %.3e above its bound %.1e (nmse %.3e)", what, r.nrel, tol.nrel, r.nmse);
     if (r.n_bad && c->verbose)
         for (size_t k = 0; k < r.n_bad && k < MAX_REPORTED; k++)
             report_element(c, what, r.first_bad[k], cols, got[r.first_bad[k]], ref[r.first_bad[k]]);
-    return r.n_bad ? -1 : 0;
+    return r.n_bad || r.nrel_bad ? -1 : 0;
 }
 
 int expect_close(Ctx *c, const char *what, const float *dev, const double *ref, int rows, int cols, Tol tol) {

@@ -16,6 +16,10 @@ typedef struct {
     size_t n_nonfinite;     /* NaN or Inf in got */
     size_t first_nonfinite;
     size_t first_bad[MAX_REPORTED];
+    double scale;           /* max(1, rms(ref)): the unit of atol */
+    double nrel;            /* ||got - ref|| / ||ref|| over finite pairs */
+    double nmse;            /* nrel^2: ggml's NMSE */
+    bool nrel_bad;          /* nrel above tol.nrel */
 } Comparison;
 Comparison compare_arrays(const float *got, const double *ref, size_t n, Tol tol);
 
@@ -58,7 +62,10 @@ struct Ctx {
     int n_bench;
     bool failed;
     bool compared;
-    double max_diff;
+    double max_diff;  /* the largest over the outputs compared ... */
+    char worst[96];   /* ... at this element, "<output>[row,col]" */
+    double nrel, nmse; /* the largest over the outputs compared */
+    char outputs[4096]; /* a line per output compared, shown by --verbose */
     char msg[1024];
     char shape[160];
     DevBuf bufs[MAX_BUFS];
@@ -116,6 +123,9 @@ typedef struct {
     const Test *test;
     bool passed, compared;
     double max_diff;
+    char worst[96];
+    double nrel, nmse;
+    char outputs[4096];
     char shape[160];
     char msg[1024];
     BenchResult bench[MAX_BENCH];
@@ -123,6 +133,8 @@ typedef struct {
     double seconds; /* wall time of the test, for the JUnit report */
 } TestResult;
 
+/* "exact" or "<atol>+<rtol>*|ref|[,nrel<=<bound>]", for lines and reports. */
+void describe_tol(const Tol *tol, char *out, size_t size);
 /* Runs one test and prints its line; fills r, returns r->passed. */
 bool run_test(const Test *t, const Options *o, FILE *out, TestResult *r);
 /* Runs the selected tests, printing a line each and the closing summary.
@@ -131,8 +143,9 @@ bool run_test(const Test *t, const Options *o, FILE *out, TestResult *r);
 int run_selected(const Options *o, FILE *out, TestResult **results, int *n);
 
 /* ---- reports (report.c, compare_logs.c) ---------------------------------- */
-#define LOG_MAGIC "# test_deltanet log v1"
-#define LOG_COLUMNS "phase\tname\tvariant\tshape\tmax_diff\tatol\trtol\tstatus\tmedian_us\tmin_us"
+#define LOG_MAGIC "# test_deltanet log v2"
+#define LOG_COLUMNS \
+    "phase\tname\tvariant\tshape\tmax_diff\tworst\tnrel\tnmse\tatol\trtol\tnrel_tol\tstatus\tmedian_us\tmin_us"
 #define LOG_END "# end\t" /* last line: "# end\t<rows>", so a log cut between rows is seen */
 /* "# incomplete\t<why>" before the end line of a run cut short (a signal):
  * its rows are true, but tests are missing; --compare refuses it. */

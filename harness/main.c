@@ -13,7 +13,7 @@ static void usage(FILE *f) {
             "  --list           list the tests (phase, name, variant, tolerance) and exit\n"
             "  --phase N        run phase N only; repeatable, or a list: 1,4 or 2-5\n"
             "  --test NAME      run the named test; a glob such as 'solve_tri*'; repeatable\n"
-                        "  --verbose        show the first mismatching elements of a failing test\n"
+                        "  --verbose        each output's errors; the first mismatching elements of a failing test\n"
             "  --bench          also time each test's device work (median and min, GB/s, GFLOP/s,\n"
             "                   launches per call, speed-up against the test's first variant)\n"
             "  --reps N         timed runs per variant with --bench (default %d; fewer past 3 s)\n"

@@ -79,15 +79,22 @@ int write_log(const char *path, const Options *o, const TestResult *r, int n) {
     int rows = 0;
     for (int i = 0; i < n; i++, rows++) {
         const Test *t = r[i].test;
-        char diff[32] = "n/a", shape[sizeof r[i].shape];
+        char diff[32] = "n/a", worst[sizeof r[i].worst] = "n/a", nrel[32] = "n/a", nmse[32] = "n/a",
+             nrel_tol[32] = "n/a", shape[sizeof r[i].shape];
         one_field(r[i].shape, shape, sizeof shape);
-        if (r[i].compared) snprintf(diff, sizeof diff, "%.6e", r[i].max_diff);
-        fprintf(f, "%d\t%s\t%s\t%s\t%s\t%.3e\t%.3e\t%s\t\t\n", t->phase, t->name, t->variant, shape, diff,
-                t->tol.atol, t->tol.rtol, r[i].passed ? "PASS" : "FAIL");
+        if (r[i].compared) {
+            snprintf(diff, sizeof diff, "%.6e", r[i].max_diff);
+            one_field(r[i].worst, worst, sizeof worst);
+            snprintf(nrel, sizeof nrel, "%.6e", r[i].nrel);
+            snprintf(nmse, sizeof nmse, "%.6e", r[i].nmse);
+        }
+        if (t->tol.nrel > 0.0) snprintf(nrel_tol, sizeof nrel_tol, "%.3e", t->tol.nrel);
+        fprintf(f, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3e\t%.3e\t%s\t%s\t\t\n", t->phase, t->name, t->variant, shape,
+                diff, worst, nrel, nmse, t->tol.atol, t->tol.rtol, nrel_tol, r[i].passed ? "PASS" : "FAIL");
         /* one row per timed variant, keyed by name and "bench:<label>" */
         for (int b = 0; b < r[i].n_bench; b++, rows++)
-            fprintf(f, "%d\t%s\tbench:%s\t%s\tn/a\t0\t0\tTIME\t%.3f\t%.3f\n", t->phase, t->name, r[i].bench[b].label,
-                    shape, r[i].bench[b].median_ms * 1e3, r[i].bench[b].min_ms * 1e3);
+            fprintf(f, "%d\t%s\tbench:%s\t%s\tn/a\tn/a\tn/a\tn/a\t0\t0\tn/a\tTIME\t%.3f\t%.3f\n", t->phase, t->name,
+                    r[i].bench[b].label, shape, r[i].bench[b].median_ms * 1e3, r[i].bench[b].min_ms * 1e3);
     }
     fprintf(f, "%s%d\n", LOG_END, rows);
     int bad = ferror(f);
@@ -114,14 +121,14 @@ static void xml_escaped(FILE *f, const char *s) {
 
 /* <failure>: max_diff and tolerance in its message, shape and the test's
  * message in its text. */
+/* <failure>: max_diff, normwise error and tolerance in its message, shape
+ * and the test's message in its text. */
 static void junit_failure(FILE *f, const TestResult *r) {
-    const Tol *tol = &r->test->tol;
-    char head[128], diff[32] = "n/a";
-    if (r->compared) snprintf(diff, sizeof diff, "%.3e", r->max_diff);
-    if (tol->atol == 0.0 && tol->rtol == 0.0)
-        snprintf(head, sizeof head, "max_diff=%s tol=exact", diff);
-    else
-        snprintf(head, sizeof head, "max_diff=%s tol=%.1e+%.1e*|ref|", diff, tol->atol, tol->rtol);
+    char head[256], diff[128] = "n/a", tol[64];
+    if (r->compared)
+        snprintf(diff, sizeof diff, "%.3e at %s nrel=%.3e nmse=%.3e", r->max_diff, r->worst, r->nrel, r->nmse);
+    describe_tol(&r->test->tol, tol, sizeof tol);
+    snprintf(head, sizeof head, "max_diff=%s tol=%s", diff, tol);
     fputs("      <failure message=\"", f);
     xml_escaped(f, head);
     fputs("\">", f);

@@ -14,28 +14,41 @@ static const char *const phase_titles[MAX_PHASE + 1] = {
     "attention matrix", "intra-chunk", "state interaction", "full multi-chunk Delta-Net",
 };
 
-static void print_result(FILE *out, const TestResult *c) {
+/* The tolerance as printed on a line and in JUnit: "exact", or the element
+ * bound and, where the class has one, the normwise bound. */
+void describe_tol(const Tol *tol, char *out, size_t size) {
+    if (tol->atol == 0.0 && tol->rtol == 0.0 && tol->nrel == 0.0)
+        snprintf(out, size, "exact");
+    else if (tol->nrel > 0.0)
+        snprintf(out, size, "%.1e+%.1e*|ref|,nrel<=%.0e", tol->atol, tol->rtol, tol->nrel);
+    else
+        snprintf(out, size, "%.1e+%.1e*|ref|", tol->atol, tol->rtol);
+}
+
+/* Lines of text, each indented under the test's line. */
+static void print_indented(FILE *out, const char *s) {
+    fputs("       ", out);
+    for (; *s; s++) {
+        fputc(*s, out);
+        if (*s == '\n' && s[1]) fputs("       ", out);
+    }
+    if (s[-1] != '\n') fputc('\n', out);
+}
+
+static void print_result(FILE *out, const TestResult *c, bool verbose) {
     const Test *t = c->test;
+    char tol[64];
     fprintf(out, "[%s] phase %d  %-24s %-8s ", c->passed ? "PASS" : "FAIL", t->phase, t->name, t->variant);
     if (c->compared)
-        fprintf(out, "max_diff=%.2e", c->max_diff);
+        fprintf(out, "max_diff=%.2e nrel=%.1e nmse=%.1e", c->max_diff, c->nrel, c->nmse);
     else
-        fprintf(out, "max_diff=%-8s", "n/a");
-    if (t->tol.atol == 0.0 && t->tol.rtol == 0.0)
-        fprintf(out, "  tol=%-22s", "exact");
-    else
-        fprintf(out, "  tol=%.1e+%.1e*|ref|", t->tol.atol, t->tol.rtol);
+        fprintf(out, "max_diff=%-8s %-22s", "n/a", "");
+    describe_tol(&t->tol, tol, sizeof tol);
+    fprintf(out, "  tol=%-22s", tol);
     if (c->shape[0]) fprintf(out, "  %s", c->shape);
     fputc('\n', out);
-    if (!c->passed && c->msg[0]) {
-        const char *s = c->msg;
-        fputs("       ", out);
-        for (; *s; s++) {
-            fputc(*s, out);
-            if (*s == '\n') fputs("       ", out);
-        }
-        fputc('\n', out);
-    }
+    if (verbose && c->outputs[0]) print_indented(out, c->outputs);
+    if (!c->passed && c->msg[0]) print_indented(out, c->msg);
 }
 
 /* "test i of n: name" on a terminal's stderr, rewritten in place and erased
@@ -75,6 +88,10 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     r->passed = !c.failed;
     r->compared = c.compared;
     r->max_diff = c.max_diff;
+    r->nrel = c.nrel;
+    r->nmse = c.nmse;
+    memcpy(r->worst, c.worst, sizeof r->worst);
+    memcpy(r->outputs, c.outputs, sizeof r->outputs);
     memcpy(r->shape, c.shape, sizeof r->shape);
     if (o->set_fields && row->shape.chunk == 0) { /* apply_set leaves rows without a chunk size alone */
         size_t used = strlen(r->shape);
@@ -85,7 +102,7 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     r->n_bench = c.n_bench;
     r->seconds = now_seconds() - start;
     progress_clear();
-    print_result(out, r);
+    print_result(out, r, o->verbose);
     bench_print(out, r->bench, r->n_bench);
     fflush(out);
     return r->passed;

@@ -18,12 +18,13 @@ static void l2_normalise_rows(float *x, size_t rows, int d, double scale) {
     }
 }
 
-/* Per value head: A ~ U(0, 16) as Qwen3-Next's A_log init, a time-step bias
- * putting softplus near dt0 ~ log-uniform [1e-3, 1e-1], per-token noise. */
+/* Per value head (every head its own, however many): A ~ U(0, 16) as
+ * Qwen3-Next's A_log init, a time-step bias putting softplus near
+ * dt0 ~ log-uniform [1e-3, 1e-1], per-token noise. */
 static void fill_log_decay(Ctx *c, const Shape *sh, float *g, size_t tokens) {
     int H = sh->H_v;
-    double A[256], bias[256];
-    for (int h = 0; h < H && h < 256; h++) {
+    double *A = host_d(c, (size_t)H), *bias = host_d(c, (size_t)H);
+    for (int h = 0; h < H; h++) {
         double dt0 = exp(log(1e-3) + (log(1e-1) - log(1e-3)) * rng_uniform(c));
         A[h] = 16.0 * rng_uniform(c);
         bias[h] = log(expm1(dt0)); /* softplus^-1 */
@@ -36,7 +37,7 @@ static void fill_log_decay(Ctx *c, const Shape *sh, float *g, size_t tokens) {
             else if (sh->decay == DECAY_WEAK)
                 val = -1e-4 * rng_uniform(c);
             else
-                val = -A[h % 256] * softplus(x + bias[h % 256]);
+                val = -A[h] * softplus(x + bias[h]);
             g[t * H + h] = (float)val;
         }
 }
@@ -62,7 +63,7 @@ static void generate_inputs(Ctx *c, const Shape *sh, DnData *d) {
     fill_normal(c, d->v, d->n_v, 0.0, 1.0);
     for (size_t i = 0; i < d->n_gb; i++) d->beta[i] = (float)(1.0 / (1.0 + exp(-rng_normal(c))));
     fill_log_decay(c, sh, d->g, tokens);
-    if (sh->state) fill_normal(c, d->state, d->n_state, 0.0, 0.3);
+    if (sh->state) fill_normal(c, d->state, d->n_state, 0.0, 0.3 * sh->state);
 }
 
 static void dump_inputs(Ctx *c, const Shape *sh, const DnData *d) {
@@ -122,6 +123,8 @@ void dn_describe_note(Ctx *c, const Shape *sh, const char *note) {
     char inputs[320];
     if (tensors_load_dir())
         snprintf(inputs, sizeof inputs, "inputs=%s", tensors_load_dir());
+    else if (sh->state > 1)
+        snprintf(inputs, sizeof inputs, "decay=%s s0=rand_x%d", decay[sh->decay], sh->state);
     else
         snprintf(inputs, sizeof inputs, "decay=%s s0=%s", decay[sh->decay], sh->state ? "rand" : "zero");
     set_shape_desc(c, "T=%d B=%d Hk=%d Hv=%d Dk=%d Dv=%d C=%d map=%s %s%s", sh->T, sh->n_seqs, sh->H_k, sh->H_v,

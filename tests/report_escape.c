@@ -11,8 +11,8 @@ int main(int argc, char **argv) {
         fprintf(stderr, "usage: test_report_escape DIR\n");
         return 2;
     }
-    static const Test failing = {.phase = 3, .name = "odd<name>&\"'", .variant = "v>1", .tol = {0.5, 0.25}};
-    static const Test passing = {.phase = 3, .name = "odd<name>&\"'", .variant = "passing", .tol = {0.5, 0.25}};
+    static const Test failing = {.phase = 3, .name = "odd<name>&\"'", .variant = "v>1", .tol = {0.5, 0.25, 0}};
+    static const Test passing = {.phase = 3, .name = "odd<name>&\"'", .variant = "passing", .tol = {0.5, 0.25, 0}};
     static TestResult r[2];
     r[0].test = &failing;
     snprintf(r[0].shape, sizeof r[0].shape, "shape\twith tabs <&>\r");

@@ -21,37 +21,65 @@ static int checks, failures;
         }                                                                      \
     } while (0)
 
-static const Test dummy = {1, "unit", "unfused", {0, 0}, {0}, NULL};
+static const Test dummy = {1, "unit", "unfused", {0, 0, 0}, {0}, NULL};
 
 /* ---- comparison ---------------------------------------------------------- */
 static void test_compare(void) {
     float got[4] = {1.0f, 2.0f, 3.0f, 4.0f};
     double ref[4] = {1.0, 2.0, 3.0, 4.0};
-    Tol tol = {1e-6, 1e-6};
+    Tol tol = {1e-6, 1e-6, 0};
     CHECK(compare_arrays(got, ref, 4, tol).n_bad == 0);
-    ref[2] = 3.0 + 4.5e-6; /* outside 1e-6 + 1e-6 * 3 */
+    ref[2] = 3.0 + 2e-5; /* outside 1e-6 * rms(ref) + 1e-6 * 3 = 5.7e-6 */
     Comparison r = compare_arrays(got, ref, 4, tol);
     CHECK(r.n_bad == 1 && r.worst == 2 && r.first_bad[0] == 2);
-    CHECK(fabs(r.max_diff - 4.5e-6) < 1e-9);
-    Tol rel = {0.0, 2e-6}; /* the relative part admits it: 2e-6 * 3 > 4.5e-6 */
+    CHECK(fabs(r.max_diff - 2e-5) < 1e-9);
+    Tol rel = {0.0, 1e-5, 0}; /* the relative part admits it: 1e-5 * 3 > 2e-5 */
     CHECK(compare_arrays(got, ref, 4, rel).n_bad == 0);
     ref[2] = 3.0;
     /* NaN and Inf fail however small the other differences are */
     got[1] = NAN;
-    r = compare_arrays(got, ref, 4, (Tol){1e30, 1e30});
+    r = compare_arrays(got, ref, 4, (Tol){1e30, 1e30, 0});
     CHECK(r.n_bad == 1 && r.n_nonfinite == 1 && r.first_nonfinite == 1 && r.max_diff == 0.0);
     got[1] = INFINITY;
-    CHECK(compare_arrays(got, ref, 4, (Tol){1e30, 1e30}).n_nonfinite == 1);
+    CHECK(compare_arrays(got, ref, 4, (Tol){1e30, 1e30, 0}).n_nonfinite == 1);
     got[1] = 2.0f;
     /* a NaN in the reference fails too */
     ref[3] = NAN;
     CHECK(compare_arrays(got, ref, 4, tol).n_bad == 1);
     ref[3] = 4.0;
     /* exact: equal passes, one ulp fails */
-    Tol exact = {0.0, 0.0};
+    Tol exact = {0.0, 0.0, 0.0};
     CHECK(compare_arrays(got, ref, 4, exact).n_bad == 0);
     got[0] = nextafterf(1.0f, 2.0f);
     CHECK(compare_arrays(got, ref, 4, exact).n_bad == 1);
+}
+
+/* atol scales with the output's RMS (never below 1); the normwise bound. */
+static void test_compare_scaled(void) {
+    float got[4];
+    double ref[4];
+    for (int i = 0; i < 4; i++) ref[i] = 1000.0 * (i + 1), got[i] = (float)ref[i];
+    got[3] += 0.25f; /* 1 ulp of 4000: 2.5e-4 relative to the RMS 2739 */
+    Comparison r = compare_arrays(got, ref, 4, (Tol){2e-5, 0.0, 1e-5});
+    CHECK(r.n_bad == 1 && fabs(r.scale - sqrt(7.5e6)) < 1e-6); /* 0.25 > 2e-5 * 2739 */
+    CHECK(compare_arrays(got, ref, 4, (Tol){1e-4, 0.0, 1e-4}).n_bad == 0); /* 0.25 < 1e-4 * 2739 */
+    /* small outputs: the scale stays 1, atol is absolute */
+    for (int i = 0; i < 4; i++) ref[i] = 0.5, got[i] = 0.5f;
+    got[0] = 0.5f + 3e-5f;
+    r = compare_arrays(got, ref, 4, (Tol){2e-5, 0.0, 0.0});
+    CHECK(r.scale == 1.0 && r.n_bad == 1);
+    /* a 0.1 % error everywhere: inside the element bound, outside the normwise one */
+    for (int i = 0; i < 4; i++) ref[i] = 0.25 * (i + 1), got[i] = (float)(ref[i] * 1.001);
+    r = compare_arrays(got, ref, 4, (Tol){1e-2, 0.0, 1e-5});
+    CHECK(r.n_bad == 0 && r.nrel_bad && fabs(r.nrel - 1e-3) < 1e-6 && fabs(r.nmse - 1e-6) < 1e-8);
+    CHECK(!compare_arrays(got, ref, 4, (Tol){1e-2, 0.0, 2e-3}).nrel_bad);
+    CHECK(!compare_arrays(got, ref, 4, (Tol){1e-2, 0.0, 0.0}).nrel_bad); /* 0: no normwise bound */
+    /* a zero reference: nrel 0 when got is zero too, infinite otherwise */
+    for (int i = 0; i < 4; i++) ref[i] = 0.0, got[i] = 0.0f;
+    CHECK(compare_arrays(got, ref, 4, (Tol){1.0, 0.0, 1e-5}).nrel == 0.0);
+    got[2] = 1e-30f;
+    r = compare_arrays(got, ref, 4, (Tol){1.0, 0.0, 1e-5});
+    CHECK(isinf(r.nrel) && r.nrel_bad && r.n_bad == 0);
 }
 
 static void test_guards(void) {
@@ -101,7 +129,7 @@ static void test_options(void) {
 /* ---- determinism and verdicts ------------------------------------------- */
 static void test_rng(void) {
     /* the same seed and name: the same stream; another seed or name: another */
-    static const Test other = {1, "unit2", "unfused", {0, 0}, {0}, NULL};
+    static const Test other = {1, "unit2", "unfused", {0, 0, 0}, {0}, NULL};
     Ctx a, b, c, d;
     ctx_begin(&a, &dummy, 1, false, 0);
     ctx_begin(&b, &dummy, 1, false, 0);
@@ -125,9 +153,9 @@ static void test_verdicts(void) {
     float got[2] = {1.0f, 2.0f};
     double ref[2] = {1.0, 2.0};
     ctx_begin(&c, &dummy, 1, false, 0);
-    CHECK(expect_close_host(&c, "x", got, ref, 1, 2, (Tol){1e-6, 0}) == 0 && !test_failed(&c) && c.compared);
+    CHECK(expect_close_host(&c, "x", got, ref, 1, 2, (Tol){1e-6, 0, 0}) == 0 && !test_failed(&c) && c.compared);
     ref[1] = 2.1;
-    CHECK(expect_close_host(&c, "x", got, ref, 1, 2, (Tol){1e-6, 0}) != 0 && test_failed(&c));
+    CHECK(expect_close_host(&c, "x", got, ref, 1, 2, (Tol){1e-6, 0, 0}) != 0 && test_failed(&c));
     CHECK(fabs(c.max_diff - 0.1) < 1e-6 && strstr(c.msg, "x"));
     ctx_end(&c);
 
@@ -143,7 +171,7 @@ static void test_verdicts(void) {
     float *y = dev_out(&c, "never_written", 8);
     double zeros[8] = {0};
     CHECK(dev_sync(&c) == 0);
-    CHECK(expect_close(&c, "y", y, zeros, 1, 8, (Tol){1e30, 1e30}) != 0);
+    CHECK(expect_close(&c, "y", y, zeros, 1, 8, (Tol){1e30, 1e30, 0}) != 0);
     ctx_end(&c);
 
     /* a write one past the end is caught by the guard, naming the buffer */
@@ -174,7 +202,7 @@ static void run_unsynced_error(const Test *t, Ctx *c) {
 }
 
 static bool runs(void (*fn)(const Test *, Ctx *), const char *expect_text) {
-    Test t = {1, "unit_row", "unfused", {1e-6, 0}, {0}, fn};
+    Test t = {1, "unit_row", "unfused", {1e-6, 0, 0}, {0}, fn};
     Options o;
     char err[256];
     parse(&o, err, NULL, NULL, NULL);
@@ -265,6 +293,7 @@ int main(void) {
         return 77;
     }
     test_compare();
+    test_compare_scaled();
     test_guards();
     test_options();
     test_rng();

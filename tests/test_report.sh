@@ -53,13 +53,19 @@ expect "$tmp/dir.ls" '^[0-9]\{8\}T[0-9]\{6\}Z-cpu-cpu-simt-executor\.tsv$' "--lo
 
 # ---- --compare: regressions exit 1, identical or grown-by-new exit 0 ------
 compare "$tmp/a.tsv" "$tmp/b.tsv" 0 "identical logs"
-awk -F'\t' 'BEGIN{OFS="\t"} $2=="exp" {$8="FAIL"} {print}' "$tmp/a.tsv" >"$tmp/failed.tsv"
+awk -F'\t' 'BEGIN{OFS="\t"} $2=="exp" {$12="FAIL"} {print}' "$tmp/a.tsv" >"$tmp/failed.tsv"
 compare "$tmp/a.tsv" "$tmp/failed.tsv" 1 "a test made to fail"
 expect "$tmp/cmp.out" "^REGRESSION  exp (unfused): now fails" "the failing test is not named"
 awk -F'\t' 'BEGIN{OFS="\t"} $2=="sigmoid" {$5=sprintf("%.6e", $5 * 10)} {print}' "$tmp/a.tsv" >"$tmp/grown.tsv"
 compare "$tmp/a.tsv" "$tmp/grown.tsv" 1 "a max_diff multiplied by 10"
 expect "$tmp/cmp.out" "^REGRESSION  sigmoid (unfused): max_diff" "the grown max_diff is not named"
 compare "$tmp/a.tsv" "$tmp/grown.tsv" 0 "growth x10 under --max-diff-growth 20" --max-diff-growth 20
+# the normwise error is judged the same way; inf (a zero reference) is read
+awk -F'\t' 'BEGIN{OFS="\t"} $2=="sigmoid" {$7=sprintf("%.6e", $7 * 10)} {print}' "$tmp/a.tsv" >"$tmp/nrel.tsv"
+compare "$tmp/a.tsv" "$tmp/nrel.tsv" 1 "an nrel multiplied by 10"
+expect "$tmp/cmp.out" "^REGRESSION  sigmoid (unfused): nrel" "the grown nrel is not named"
+awk -F'\t' 'BEGIN{OFS="\t"} $2=="sigmoid" {$7="inf"; $8="inf"} {print}' "$tmp/a.tsv" >"$tmp/nrelinf.tsv"
+compare "$tmp/a.tsv" "$tmp/nrelinf.tsv" 1 "an nrel grown to inf"
 # the test absent from the run (the '# end' line counts one row less)
 awk -F'\t' 'BEGIN{OFS="\t"} $2=="eye" {next} $1=="# end" {$2--} {print}' "$tmp/a.tsv" >"$tmp/missing.tsv"
 compare "$tmp/a.tsv" "$tmp/missing.tsv" 1 "a test missing"
@@ -77,7 +83,7 @@ timed() { # timed IN OUT MEDIAN [DEVICE]: each test row followed by a bench row 
         d != "" && $1 == "# device" {$2 = d}
         $1 == "# end" {$2 *= 2}
         {print}
-        $1 ~ /^[0-9]+$/ {$3 = "bench:" $3; $5 = "n/a"; $6 = 0; $7 = 0; $8 = "TIME"; $9 = m; $10 = m; print}' "$1" >"$2"
+        $1 ~ /^[0-9]+$/ {$3 = "bench:" $3; $5 = $6 = $7 = $8 = $11 = "n/a"; $9 = 0; $10 = 0; $12 = "TIME"; $13 = m; $14 = m; print}' "$1" >"$2"
 }
 timed "$tmp/a.tsv" "$tmp/t100.tsv" 100
 timed "$tmp/a.tsv" "$tmp/t115.tsv" 115
@@ -107,7 +113,7 @@ awk -F'\t' 'BEGIN{OFS="\t"} $2=="mul" {NF=7} {print}' "$tmp/a.tsv" >"$tmp/short.
 unreadable short.tsv "a row with too few columns"
 awk -F'\t' 'BEGIN{OFS="\t"} $2=="mul" {$5="1.5e-7x"} {print}' "$tmp/a.tsv" >"$tmp/number.tsv"
 unreadable number.tsv "a bad number"
-awk -F'\t' 'BEGIN{OFS="\t"} $2=="mul" {$8="MAYBE"} {print}' "$tmp/a.tsv" >"$tmp/status.tsv"
+awk -F'\t' 'BEGIN{OFS="\t"} $2=="mul" {$12="MAYBE"} {print}' "$tmp/a.tsv" >"$tmp/status.tsv"
 unreadable status.tsv "a bad status"
 printf 'not a log\n' >"$tmp/garbage.tsv"
 unreadable garbage.tsv "not a log"
@@ -118,10 +124,10 @@ unreadable nonexistent.tsv "a missing file"
 # ---- --compare cannot be fooled: every way a log could pass a failing run
 # edit IN OUT AWK: OUT is IN rewritten by the awk program (tab-separated)
 edit() { awk -F'\t' 'BEGIN{OFS="\t"} '"$3" "$1" >"$2"; }
-edit "$tmp/a.tsv" "$tmp/dup.tsv" '$2=="exp" {print; $8="FAIL"} $1=="# end" {$2++} {print}'
+edit "$tmp/a.tsv" "$tmp/dup.tsv" '$2=="exp" {print; $12="FAIL"} $1=="# end" {$2++} {print}'
 unreadable dup.tsv "a second, failing row for a test"
 expect "$tmp/cmp.err" "a second row for exp (unfused)" "the duplicate row is not named"
-edit "$tmp/a.tsv" "$tmp/eyefails.tsv" '$2=="eye" {$8="FAIL"} {print}'
+edit "$tmp/a.tsv" "$tmp/eyefails.tsv" '$2=="eye" {$12="FAIL"} {print}'
 compare "$tmp/missing.tsv" "$tmp/eyefails.tsv" 1 "a new test that fails"
 expect "$tmp/cmp.out" "^REGRESSION  eye (unfused): not in the old log, and fails" "the new failing test is not named"
 # names differing after 79 characters are different tests
@@ -140,14 +146,14 @@ for bad in 17x ' 17' +17 017 ''; do
 done
 edit "$tmp/a.tsv" "$tmp/phase.tsv" '$2=="mul" {$1="1x"} {print}'
 unreadable phase.tsv "a phase '1x'"
-edit "$tmp/a.tsv" "$tmp/timedtest.tsv" '$2=="mul" {$9=5; $10=5} {print}'
+edit "$tmp/a.tsv" "$tmp/timedtest.tsv" '$2=="mul" {$13=5; $14=5} {print}'
 unreadable timedtest.tsv "a test row with times"
 edit "$tmp/a.tsv" "$tmp/device2.tsv" '$1=="# device" {print} {print}'
 unreadable device2.tsv "two device lines"
-for col in 6 7; do # atol, rtol
+for col in 9 10 11; do # atol, rtol, nrel_tol
     edit "$tmp/a.tsv" "$tmp/loose.tsv" '$2=="mul" {$'$col'=sprintf("%.3e", $'$col' * 2 + 1e-6)} {print}'
     compare "$tmp/a.tsv" "$tmp/loose.tsv" 1 "a tolerance (column $col) loosened"
-    expect "$tmp/cmp.out" "^REGRESSION  mul (unfused): tolerance [ar]tol loosened" "the loosened tolerance is not named"
+    expect "$tmp/cmp.out" "^REGRESSION  mul (unfused): tolerance \(atol\|rtol\|nrel_tol\) loosened" "the loosened tolerance is not named"
     compare "$tmp/loose.tsv" "$tmp/a.tsv" 0 "a tolerance (column $col) tightened"
 done
 edit "$tmp/a.tsv" "$tmp/incomplete.tsv" '$1=="# end" {print "# incomplete\tSIGTERM after 3 of 17 tests"} {print}'
@@ -162,7 +168,7 @@ mkdir "$tmp/d.tsv"
 unreadable d.tsv "a directory as a log"
 # hashed lookup: 1.5 million rows against themselves in under 10 s
 awk 'NR <= 9 {print} END {
-         for (i = 0; i < 1500000; i++) printf "4\tt%d\tfused\tT=64\t1.000000e-06\t1.000e-06\t1.000e-05\tPASS\t\t\n", i
+         for (i = 0; i < 1500000; i++) printf "4\tt%d\tfused\tT=64\t1.000000e-06\to[1,2]\t1.000000e-07\t1.000000e-14\t1.000e-06\t1.000e-05\t1.000e-05\tPASS\t\t\n", i
          print "# end\t1500000" }' "$tmp/a.tsv" >"$tmp/big.tsv"
 start=$(date +%s)
 timeout 60 "$bin" --compare "$tmp/big.tsv" "$tmp/big.tsv" >"$tmp/cmp.out" 2>"$tmp/cmp.err" || { cat "$tmp/cmp.err"; fail "1.5M rows: --compare failed"; }
@@ -181,7 +187,7 @@ done
 expect "$tmp/a.xml" '<testsuite name="phase 2" tests="7" failures="0"' "phase 2 suite missing or miscounted"
 expect "$tmp/f.xml" '<testsuite name="phase 1" tests="2" failures="1"' "the failing run's suite miscounted"
 expect "$tmp/f.xml" '<testcase classname="phase 1" name="neg_wrong_reference/unfused"' "the failing test's case is missing"
-expect "$tmp/f.xml" '<failure message="max_diff=[0-9.e+-]* tol=exact">y: 256 of 256 elements' "the failure has no max_diff, tolerance or message"
+expect "$tmp/f.xml" '<failure message="max_diff=[0-9.e+-]* at y\[[0-9]*,[0-9]*\] nrel=[0-9.e+-]* nmse=[0-9.e+-]* tol=exact">y: 256 of 256 elements' "the failure has no max_diff, tolerance or message"
 
 expect "$tmp/escape.xml" 'name="odd&lt;name&gt;&amp;&quot;'"'"'/v&gt;1"' "a test name not escaped"
 expect "$tmp/escape.xml" 'max_diff=n/a tol=5.0e-01+2.5e-01' "max_diff of a test that compared nothing is not n/a"
