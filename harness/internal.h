@@ -150,8 +150,16 @@ int run_selected(const Options *o, FILE *out, TestResult **results, int *n);
 /* "# incomplete\t<why>" before the end line of a run cut short (a signal):
  * its rows are true, but tests are missing; --compare refuses it. */
 #define LOG_INCOMPLETE "# incomplete\t"
-/* Tab-separated result log; path a file, or a directory to put a
- * timestamped, device-named file in. 0 on success, else prints why. */
+/* The run's outputs (--log FILE|DIR, --junit FILE), written as tests finish:
+ * reports_open before the first test (an unwritable path or --log equal to
+ * --junit: 2 with the reason in err; installs the SIGINT/SIGTERM/SIGPIPE/
+ * SIGHUP handler that keeps the results so far, marked incomplete, of the
+ * `total` selected tests), reports_progress after each test, reports_close at
+ * the end (0, or 2 after printing why). */
+int reports_open(const Options *o, int total, char *err, size_t err_size);
+void reports_progress(const TestResult *r, int n);
+int reports_close(const TestResult *r, int n);
+/* A whole log or JUnit report by temp-and-rename (tests/report_escape.c). */
 int write_log(const char *path, const Options *o, const TestResult *r, int n);
 int write_junit(const char *path, const TestResult *r, int n);
 /* Compares two logs: 0 no regression, 1 regression, 2 unreadable log. */

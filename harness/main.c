@@ -5,7 +5,9 @@
 
 #include "../kernels/kdn.h"
 
+#include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 static void usage(FILE *f) {
     fprintf(f,
@@ -44,7 +46,36 @@ static void list_tests(const Options *o) {
     }
 }
 
-int main(int argc, char **argv) {
+/* Runs the selected tests; their results go to stdout and the --log and
+ * --junit outputs, written as the tests finish. */
+static int run_tests(const Options *o) {
+    char err[1024];
+    if (tensors_set_dirs(o->dump_dir, o->load_dir, err, sizeof err) != 0) {
+        fprintf(stderr, "test_deltanet: %s\n", err);
+        return 2;
+    }
+    if (kdn_init(err, sizeof err) != 0) {
+        fprintf(stderr, "test_deltanet: no device for the %s backend (%s): %s\n", kdn_backend(), kdn_target(), err);
+        return 77;
+    }
+    int total = 0;
+    for (int i = 0; i < registry_count(); i++) total += test_selected(o, registry_get(i));
+    if (reports_open(o, total, err, sizeof err) != 0) {
+        fprintf(stderr, "test_deltanet: %s\n", err);
+        reports_close(NULL, 0);
+        return 2;
+    }
+    printf("test_deltanet: backend %s, target %s, device %s, seed %llu\n", kdn_backend(), kdn_target(),
+           kdn_device_name(), (unsigned long long)o->seed);
+    TestResult *results;
+    int n;
+    int failed = run_selected(o, stdout, &results, &n);
+    int rc = reports_close(results, n) != 0 ? 2 : failed ? 1 : 0;
+    free(results);
+    return rc;
+}
+
+static int run(int argc, char **argv) {
     Options o;
     char err[512];
     int rc = parse_options(argc, argv, &o, err, sizeof err);
@@ -66,22 +97,16 @@ int main(int argc, char **argv) {
         if (kdn_init(err, sizeof err) == 0) printf("device 0: %s\n", kdn_device_name());
         return 0;
     }
-    if (tensors_set_dirs(o.dump_dir, o.load_dir, err, sizeof err) != 0) {
-        fprintf(stderr, "test_deltanet: %s\n", err);
+    return run_tests(&o);
+}
+
+int main(int argc, char **argv) {
+    int rc = run(argc, argv);
+    /* what was printed must have arrived: a full disk or a closed pipe under
+     * stdout is an I/O error, not a success */
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "test_deltanet: cannot write to stdout: %s\n", strerror(errno));
         return 2;
     }
-    if (kdn_init(err, sizeof err) != 0) {
-        fprintf(stderr, "test_deltanet: no device for the %s backend (%s): %s\n", kdn_backend(), kdn_target(), err);
-        return 77;
-    }
-    printf("test_deltanet: backend %s, target %s, device %s, seed %llu\n", kdn_backend(), kdn_target(),
-           kdn_device_name(), (unsigned long long)o.seed);
-    TestResult *results;
-    int n;
-    int failed = run_selected(&o, stdout, &results, &n);
-    if ((o.log_path && write_log(o.log_path, &o, results, n) != 0) ||
-        (o.junit_path && write_junit(o.junit_path, results, n) != 0))
-        return 2;
-    free(results);
-    return failed ? 1 : 0;
+    return rc;
 }

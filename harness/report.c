@@ -4,12 +4,22 @@
 
 #include "../kernels/kdn.h"
 
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 /* The commit the binary runs in, read at run time ("unknown" outside git). */
 static void git_commit(char *out, size_t size) {
+    static char known[64];
+    if (known[0]) {
+        snprintf(out, size, "%s", known);
+        return;
+    }
     snprintf(out, size, "unknown");
     FILE *p = popen("git rev-parse --short HEAD 2>/dev/null", "r");
     if (!p) return;
@@ -19,6 +29,7 @@ static void git_commit(char *out, size_t size) {
         snprintf(out, size, "%s", line);
     }
     pclose(p);
+    snprintf(known, sizeof known, "%s", out);
 }
 
 /* The host compiler by name and version (gcc's __VERSION__ is the number alone). */
@@ -39,22 +50,6 @@ static void utc_now(char *out, size_t size, const char *fmt) {
     strftime(out, size, fmt, &tm);
 }
 
-/* A directory gets <UTC time>-<backend>-<device>.tsv, spaces as '_'. */
-static void log_file_name(const char *path, char *out, size_t size) {
-    struct stat st;
-    if (stat(path, &st) != 0 || !S_ISDIR(st.st_mode)) {
-        snprintf(out, size, "%s", path);
-        return;
-    }
-    char when[32];
-    utc_now(when, sizeof when, "%Y%m%dT%H%M%SZ");
-    size_t dir = strlen(path);
-    const char *sep = dir && path[dir - 1] == '/' ? "" : "/";
-    int w = snprintf(out, size, "%s%s%s-%s-%s.tsv", path, sep, when, kdn_backend(), kdn_device_name());
-    for (int i = (int)(dir + strlen(sep)); i < w && (size_t)i < size; i++)
-        if (out[i] == ' ' || out[i] == '/') out[i] = '_';
-}
-
 /* A field as one log column: tabs and line breaks would split it. */
 static void one_field(const char *s, char *out, size_t size) {
     snprintf(out, size, "%s", s);
@@ -62,14 +57,10 @@ static void one_field(const char *s, char *out, size_t size) {
         if (*p == '\t' || *p == '\n' || *p == '\r') *p = ' ';
 }
 
-int write_log(const char *path, const Options *o, const TestResult *r, int n) {
-    char name[1024], commit[64], date[32];
-    log_file_name(path, name, sizeof name);
-    FILE *f = fopen(name, "w");
-    if (!f) {
-        fprintf(stderr, "test_deltanet: cannot write the log '%s'\n", name);
-        return -1;
-    }
+/* The log of results r[0..n) of `total` selected tests; n < total: the run
+ * was cut short, and the log says so before its end line. */
+static void format_log(FILE *f, const Options *o, const TestResult *r, int n, int total) {
+    char commit[64], date[32];
     git_commit(commit, sizeof commit);
     utc_now(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ");
     fprintf(f, "%s\n# backend\t%s\n# target\t%s\n# host compiler\t%s\n# commit\t%s\n# device\t%s\n# seed\t%llu\n# date\t%s\n",
@@ -96,14 +87,8 @@ int write_log(const char *path, const Options *o, const TestResult *r, int n) {
             fprintf(f, "%d\t%s\tbench:%s\t%s\tn/a\tn/a\tn/a\tn/a\t0\t0\tn/a\tTIME\t%.3f\t%.3f\n", t->phase, t->name,
                     r[i].bench[b].label, shape, r[i].bench[b].median_ms * 1e3, r[i].bench[b].min_ms * 1e3);
     }
+    if (n < total) fprintf(f, "%scut short after %d of %d tests\n", LOG_INCOMPLETE, n, total);
     fprintf(f, "%s%d\n", LOG_END, rows);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        fprintf(stderr, "test_deltanet: error writing the log '%s'\n", name);
-        return -1;
-    }
-    if (strcmp(name, path) != 0) fprintf(stderr, "test_deltanet: log written to %s\n", name);
-    return 0;
 }
 
 static void xml_escaped(FILE *f, const char *s) {
@@ -140,16 +125,14 @@ static void junit_failure(FILE *f, const TestResult *r) {
     fputs("</failure>\n", f);
 }
 
-int write_junit(const char *path, const TestResult *r, int n) {
-    FILE *f = fopen(path, "w");
-    if (!f) {
-        fprintf(stderr, "test_deltanet: cannot write the JUnit report '%s'\n", path);
-        return -1;
-    }
+/* The JUnit report of r[0..n) of `total` selected tests; n < total adds a
+ * suite "incomplete" with one error saying how many tests did not run. */
+static void format_junit(FILE *f, const Options *o, const TestResult *r, int n, int total) {
+    (void)o;
     int failures = 0;
     for (int i = 0; i < n; i++) failures += !r[i].passed;
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"test_deltanet\" tests=\"%d\" failures=\"%d\">\n",
-            n, failures);
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"test_deltanet\" tests=\"%d\" failures=\"%d\" errors=\"%d\">\n",
+            n + (n < total), failures, n < total);
     for (int i = 0; i < n;) {
         int phase = r[i].test->phase, end = i, fails = 0;
         double secs = 0.0;
@@ -173,11 +156,191 @@ int write_junit(const char *path, const TestResult *r, int n) {
         }
         fputs("  </testsuite>\n", f);
     }
+    if (n < total)
+        fprintf(f, "  <testsuite name=\"incomplete\" tests=\"1\" failures=\"0\" errors=\"1\" time=\"0\">\n"
+                   "    <testcase classname=\"incomplete\" name=\"run cut short\" time=\"0\">\n"
+                   "      <error message=\"cut short after %d of %d tests\"/>\n    </testcase>\n  </testsuite>\n",
+                n, total);
     fputs("</testsuites>\n", f);
-    int bad = ferror(f);
-    if (fclose(f) != 0 || bad) {
-        fprintf(stderr, "test_deltanet: error writing the JUnit report '%s'\n", path);
+}
+
+/* ---- the run's outputs: staged, snapshotted, renamed into place ----------
+ * Each output (--log, --junit) is written whole to OUT.<pid>.tmp and renamed:
+ * after every test to OUT.<pid>.partial (the results so far, marked
+ * incomplete), at the end to OUT. A signal that ends the run renames the
+ * last snapshot to OUT, so what finished survives and says it is partial. */
+typedef void (*Formatter)(FILE *f, const Options *o, const TestResult *r, int n, int total);
+typedef struct {
+    const char *what;
+    Formatter format;
+    bool on, failed;
+    char path[PATH_MAX], tmp[PATH_MAX + 32], partial[PATH_MAX + 32];
+} Output;
+
+static Output outputs[2] = {{.what = "log", .format = format_log}, {.what = "JUnit report", .format = format_junit}};
+enum { N_OUTPUTS = sizeof outputs / sizeof outputs[0] };
+static const Options *run_options;
+static int run_total;
+static volatile sig_atomic_t snapshot_ready; /* outputs[].partial exist */
+
+/* Writes the output's text for r[0..n) to its temp file and renames it to
+ * `to`. 0, or -1 with the reason printed. */
+static int write_staged(Output *out, const char *to, const TestResult *r, int n) {
+    int fd = open(out->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
+    if (!f) {
+        fprintf(stderr, "test_deltanet: cannot write the %s '%s': %s\n", out->what, out->path, strerror(errno));
+        if (fd >= 0) close(fd);
+        return -1;
+    }
+    out->format(f, run_options, r, n, run_total);
+    int bad = fflush(f) != 0 || ferror(f) ? errno : 0;
+    if (fclose(f) != 0 && !bad) bad = errno;
+    if (!bad && rename(out->tmp, to) != 0) bad = errno;
+    if (bad) {
+        fprintf(stderr, "test_deltanet: cannot write the %s '%s': %s\n", out->what, out->path, strerror(bad));
+        unlink(out->tmp);
         return -1;
     }
     return 0;
+}
+
+/* Async-signal-safe: the last snapshots renamed into place, a note on stderr,
+ * then the signal's own end (exit status 128 + signal). */
+static void put(const char *s) {
+    ssize_t unused = write(2, s, strlen(s));
+    (void)unused;
+}
+
+static void on_signal(int sig) {
+    const char *name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGPIPE ? "SIGPIPE" : "SIGHUP";
+    for (int i = 0; i < N_OUTPUTS; i++) {
+        if (!outputs[i].on) continue;
+        if (snapshot_ready && rename(outputs[i].partial, outputs[i].path) == 0) {
+            put("test_deltanet: ");
+            put(name);
+            put(": the results so far, marked incomplete, are in ");
+            put(outputs[i].path);
+            put("\n");
+        }
+        unlink(outputs[i].tmp);
+    }
+    signal(sig, SIG_DFL);
+    raise(sig);
+}
+
+/* `--log DIR`: DIR/<UTC time to the microsecond>-<pid>-<backend>-<device>.tsv,
+ * created here (O_EXCL) so no other run can take the name. */
+static int unique_log_name(const char *dir, char *out, size_t size, char *err, size_t err_size) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    struct tm tm;
+    gmtime_r(&ts.tv_sec, &tm);
+    char when[32];
+    strftime(when, sizeof when, "%Y%m%dT%H%M%S", &tm);
+    size_t len = strlen(dir);
+    const char *sep = len && dir[len - 1] == '/' ? "" : "/";
+    int w = snprintf(out, size, "%s%s%s.%06ldZ-%ld-%s-%s.tsv", dir, sep, when, ts.tv_nsec / 1000, (long)getpid(),
+                     kdn_backend(), kdn_device_name());
+    if (w < 0 || (size_t)w >= size) return snprintf(err, err_size, "--log: the path in '%s' is too long", dir), 2;
+    for (size_t i = len + strlen(sep); out[i]; i++)
+        if (out[i] == ' ' || out[i] == '/') out[i] = '_';
+    int fd = open(out, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) return snprintf(err, err_size, "--log: cannot create '%s': %s", out, strerror(errno)), 2;
+    close(fd);
+    return 0;
+}
+
+/* The final name of an output, its temp names, and a first snapshot (no test
+ * run yet): an output that cannot be written stops the run before it starts. */
+static int output_open(Output *out, const char *path, const char *flag, char *err, size_t size) {
+    struct stat st;
+    bool exists = stat(path, &st) == 0;
+    if (exists && S_ISDIR(st.st_mode) && out->format == format_log) {
+        if (unique_log_name(path, out->path, sizeof out->path, err, size)) return 2;
+    } else if (exists && !S_ISREG(st.st_mode)) {
+        return snprintf(err, size, "%s '%s': not a regular file or (--log) a directory", flag, path), 2;
+    } else if ((size_t)snprintf(out->path, sizeof out->path, "%s", path) >= sizeof out->path) {
+        return snprintf(err, size, "%s: the path is too long (%zu characters)", flag, strlen(path)), 2;
+    }
+    snprintf(out->tmp, sizeof out->tmp, "%s.%ld.tmp", out->path, (long)getpid());
+    snprintf(out->partial, sizeof out->partial, "%s.%ld.partial", out->path, (long)getpid());
+    int fd = open(out->tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
+    if (fd < 0) return snprintf(err, size, "%s: cannot write '%s': %s", flag, out->tmp, strerror(errno)), 2;
+    close(fd);
+    out->on = true;
+    if (write_staged(out, out->partial, NULL, 0) != 0)
+        return snprintf(err, size, "%s: cannot write '%s' (see above)", flag, out->path), 2;
+    return 0;
+}
+
+/* The same file by name, or by inode where it exists. */
+static bool same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    if (strcmp(a, b) == 0) return true;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+int reports_open(const Options *o, int total, char *err, size_t size) {
+    run_options = o;
+    run_total = total;
+    if (o->log_path && o->junit_path && same_file(o->log_path, o->junit_path))
+        return snprintf(err, size, "--log and --junit name the same file '%s'", o->junit_path), 2;
+    const char *paths[N_OUTPUTS] = {o->log_path, o->junit_path}, *flags[N_OUTPUTS] = {"--log", "--junit"};
+    for (int i = 0; i < N_OUTPUTS; i++)
+        if (paths[i] && output_open(&outputs[i], paths[i], flags[i], err, size)) return 2;
+    snapshot_ready = 1;
+    static const int signals[] = {SIGINT, SIGTERM, SIGPIPE, SIGHUP};
+    for (size_t i = 0; i < sizeof signals / sizeof signals[0]; i++) signal(signals[i], on_signal);
+    return 0;
+}
+
+/* With the handler's signals blocked, so it never sees a half-renamed state. */
+static sigset_t block_signals(void) {
+    sigset_t all, old;
+    sigemptyset(&all);
+    sigaddset(&all, SIGINT), sigaddset(&all, SIGTERM), sigaddset(&all, SIGPIPE), sigaddset(&all, SIGHUP);
+    sigprocmask(SIG_BLOCK, &all, &old);
+    return old;
+}
+
+void reports_progress(const TestResult *r, int n) {
+    for (int i = 0; i < N_OUTPUTS; i++)
+        if (outputs[i].on && !outputs[i].failed && write_staged(&outputs[i], outputs[i].partial, r, n) != 0)
+            outputs[i].failed = true;
+}
+
+int reports_close(const TestResult *r, int n) {
+    sigset_t old = block_signals();
+    int rc = 0;
+    for (int i = 0; i < N_OUTPUTS; i++) {
+        Output *out = &outputs[i];
+        if (!out->on) continue;
+        if (out->failed || write_staged(out, out->path, r, n) != 0) rc = 2;
+        unlink(out->partial);
+        unlink(out->tmp);
+        if (rc == 0 && out->path[0] && out->format == format_log && run_options->log_path &&
+            strcmp(out->path, run_options->log_path) != 0)
+            fprintf(stderr, "test_deltanet: log written to %s\n", out->path);
+        out->on = false;
+    }
+    snapshot_ready = 0;
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
+/* One output written whole by temp-and-rename, outside a run (tests). */
+static int write_whole(int which, const char *path, const Options *o, const TestResult *r, int n) {
+    Output *out = &outputs[which];
+    run_options = o;
+    run_total = n;
+    snprintf(out->path, sizeof out->path, "%s", path);
+    snprintf(out->tmp, sizeof out->tmp, "%s.%ld.tmp", path, (long)getpid());
+    return write_staged(out, out->path, r, n);
+}
+
+int write_log(const char *path, const Options *o, const TestResult *r, int n) { return write_whole(0, path, o, r, n); }
+int write_junit(const char *path, const TestResult *r, int n) {
+    static const Options none;
+    return write_whole(1, path, &none, r, n);
 }

@@ -133,6 +133,7 @@ int run_selected(const Options *o, FILE *out, TestResult **results, int *n) {
             passed++;
         else
             failed++;
+        reports_progress(*results, *n); /* what finished survives a signal */
     }
     fprintf(out, "%d passed, %d failed\n", passed, failed);
     return failed;

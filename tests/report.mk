@@ -6,8 +6,10 @@
 # only from a ladder that passes: a baseline must not hold failures.
 .PHONY: test-report baseline
 test-report:
-	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_failing build/cpu/test_report_escape
-	@sh tests/test_report.sh build/cpu/test_deltanet build/cpu/test_failing build/cpu/test_report_escape
+	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_failing build/cpu/test_report_escape \
+	    build/cpu/fault_write.so
+	@sh tests/test_report.sh build/cpu/test_deltanet build/cpu/test_failing build/cpu/test_report_escape \
+	    build/cpu/fault_write.so
 
 baseline:
 	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet
@@ -21,3 +23,10 @@ baseline:
 $(BUILD)/test_report_escape: $(BUILD)/tests/report_escape.o $(UNIT_OBJ)
 	@echo "  LINK  $@"
 	@$(LINK) $^ -o $@ $(LDLIBS)
+
+# An LD_PRELOAD shim that turns writes to chosen paths into ENOSPC, for the
+# full-disk cases of test_report.sh (tests/fault_write.c).
+$(BUILD)/fault_write.so: tests/fault_write.c
+	@mkdir -p $(dir $@)
+	@echo "  CC    $@"
+	@$(CC) -shared -fPIC -O2 $(WARN) -Werror $< -o $@ -ldl

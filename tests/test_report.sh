@@ -1,14 +1,16 @@
 #!/bin/sh
 # Result logs, --compare and --junit (docs/ci.md), on a cheap subset (phases 1-2).
-#   tests/test_report.sh BINARY FAILING_BINARY ESCAPE_BINARY
+#   tests/test_report.sh BINARY FAILING_BINARY ESCAPE_BINARY FAULT_SHIM
 # FAILING_BINARY is build/cpu/test_failing: phase 1 replaced by one passing
 # and one failing test, for a real failing run's log and JUnit report.
 # ESCAPE_BINARY (tests/report_escape.c) writes a report and a log of results
-# whose text must be escaped.
+# whose text must be escaped. FAULT_SHIM (tests/fault_write.c) is an
+# LD_PRELOAD library that makes writes to chosen paths fail as on a full disk.
 set -u
 bin=$1
 failing=$2
 escape=$3
+shim=$(cd "$(dirname "$4")" && pwd)/$(basename "$4") # LD_PRELOAD needs it absolute
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 checks=0
@@ -49,7 +51,8 @@ done
 mkdir "$tmp/dir"
 "$bin" --phase 1 --log "$tmp/dir" >/dev/null 2>&1 || fail "run with --log DIR failed"
 ls "$tmp/dir" >"$tmp/dir.ls"
-expect "$tmp/dir.ls" '^[0-9]\{8\}T[0-9]\{6\}Z-cpu-cpu-simt-executor\.tsv$' "--log DIR wrote no <time>-<backend>-<device>.tsv"
+expect "$tmp/dir.ls" '^[0-9]\{8\}T[0-9]\{6\}\.[0-9]\{6\}Z-[0-9]*-cpu-cpu-simt-executor\.tsv$' \
+    "--log DIR wrote no <time>-<pid>-<backend>-<device>.tsv"
 
 # ---- --compare: regressions exit 1, identical or grown-by-new exit 0 ------
 compare "$tmp/a.tsv" "$tmp/b.tsv" 0 "identical logs"
@@ -176,6 +179,79 @@ secs=$(($(date +%s) - start))
 [ "$secs" -lt 10 ] || fail "1.5M rows: --compare took $secs s (limit 10 s)"
 expect "$tmp/cmp.out" "^0 regressions (1500000 rows before, 1500000 now)" "1.5M rows: wrong summary"
 rm -f "$tmp/big.tsv"
+
+# ---- results that survive: signals, full disks, concurrent runs ---------
+# only what a finished run leaves: no temp or snapshot files
+leftovers() { ls "$1" | grep -q '\.\(tmp\|partial\)$' && { ls "$1"; fail "$2: temp files left in $1"; }; ok; }
+# a signal mid-run (a CI timeout, Ctrl-C): the tests done so far survive,
+# marked incomplete, in the log and the JUnit report; --compare refuses them
+for sig in TERM INT; do
+    rm -rf "$tmp/sig" && mkdir "$tmp/sig"
+    "$bin" --log "$tmp/sig/s.tsv" --junit "$tmp/sig/s.xml" >/dev/null 2>"$tmp/sig.err" &
+    pid=$!
+    for i in $(seq 1 300); do # until three tests have finished (at most 30 s)
+        [ "$(cat "$tmp"/sig/s.tsv.*.partial 2>/dev/null | grep -c '	PASS	')" -ge 3 ] && break
+        sleep 0.1
+    done
+    kill -$sig $pid
+    wait $pid 2>/dev/null
+    rc=$?
+    [ $rc -gt 128 ] || fail "SIG$sig: exit status $rc, expected 128 + the signal"
+    expect "$tmp/sig/s.tsv" "^# incomplete	cut short after [0-9]* of [0-9]* tests" "SIG$sig: the log is not marked incomplete"
+    [ "$(grep -c '	PASS	' "$tmp/sig/s.tsv")" -ge 3 ] || fail "SIG$sig: the finished tests are not in the log"
+    expect "$tmp/sig.err" "SIG$sig: the results so far, marked incomplete, are in .*s.tsv" "SIG$sig: no message"
+    xmllint --noout --schema tests/junit.xsd "$tmp/sig/s.xml" 2>"$tmp/xml.err" || { cat "$tmp/xml.err"; fail "SIG$sig: JUnit invalid"; }
+    expect "$tmp/sig/s.xml" '<error message="cut short after' "SIG$sig: the JUnit report is not marked incomplete"
+    compare "$tmp/sig/s.tsv" "$tmp/sig/s.tsv" 2 "SIG$sig: --compare of an incomplete log"
+    leftovers "$tmp/sig" "SIG$sig"
+done
+# SIGPIPE: the reader of stdout went away (| head -1)
+rm -rf "$tmp/sig" && mkdir "$tmp/sig"
+("$bin" --phase 1-3 --log "$tmp/sig/p.tsv" 2>"$tmp/sig.err"; echo $? >"$tmp/sig.rc") | head -n 1 >/dev/null
+[ "$(cat "$tmp/sig.rc")" = 141 ] || fail "SIGPIPE: exit status $(cat "$tmp/sig.rc"), expected 141"
+expect "$tmp/sig/p.tsv" "^# incomplete	" "SIGPIPE: the log is missing or not marked incomplete"
+leftovers "$tmp/sig" "SIGPIPE"
+# two runs at once into one --log DIR: two whole logs, neither torn
+rm -rf "$tmp/two" && mkdir "$tmp/two"
+"$bin" --phase 1 --log "$tmp/two" >/dev/null 2>&1 &
+"$bin" --phase 1 --log "$tmp/two" >/dev/null 2>&1
+wait $!
+set -- "$tmp"/two/*.tsv
+[ $# = 2 ] || { ls "$tmp/two"; fail "two runs into one --log DIR left $# logs"; }
+compare "$1" "$2" 0 "two concurrent logs against each other"
+leftovers "$tmp/two" "two runs"
+# outputs that cannot be written stop the run before its first test (exit 2, why)
+expect_refused() { # WHY PATTERN ARGS...: exit 2, PATTERN on stderr, no test run
+    why=$1 pattern=$2
+    shift 2
+    "$bin" --phase 1 "$@" >"$tmp/ref.out" 2>"$tmp/ref.err"
+    rc=$?
+    [ $rc = 2 ] || fail "$why: exit status $rc, expected 2"
+    expect "$tmp/ref.err" "$pattern" "$why: no reason given"
+    grep -q 'PASS\|FAIL' "$tmp/ref.out" && fail "$why: tests ran"
+    ok
+}
+expect_refused "--log in a missing directory" "No such file or directory" --log "$tmp/nodir/x.tsv"
+expect_refused "--junit in a missing directory" "No such file or directory" --junit "$tmp/nodir/x.xml"
+expect_refused "--log and --junit the same file" "same file" --log "$tmp/same" --junit "$tmp/same"
+: >"$tmp/same"
+expect_refused "--log and --junit the same file, spelt apart" "same file" --log "$tmp/same" --junit "$tmp/../$(basename "$tmp")/same"
+expect_refused "--log a FIFO" "not a regular file" --log "$tmp/fifo.tsv"
+FAULT_PATH=full.tsv LD_PRELOAD=$shim expect_refused "--log on a full disk" "No space left on device" --log "$tmp/full.tsv"
+# the disk fills mid-run: the tests still run and pass, the run is an I/O error (2), not a FAIL
+FAULT_PATH=full.tsv FAULT_AFTER=4 LD_PRELOAD=$shim "$bin" --phase 1 --log "$tmp/full.tsv" >"$tmp/full.out" 2>"$tmp/full.err"
+rc=$?
+[ $rc = 2 ] || fail "a disk full mid-run: exit status $rc, expected 2"
+expect "$tmp/full.err" "cannot write the log .*full.tsv': No space left on device" "a disk full mid-run: no reason"
+expect "$tmp/full.out" " 0 failed" "a disk full mid-run: tests failed or did not finish"
+# stdout that cannot take the output is an error, whatever the command
+for args in "--phase 1" "--list" "--help" "--compare $tmp/a.tsv $tmp/a.tsv"; do
+    # shellcheck disable=SC2086
+    "$bin" $args >/dev/full 2>"$tmp/full.err"
+    rc=$?
+    [ $rc = 2 ] || fail "'$args' with stdout on /dev/full: exit status $rc, expected 2"
+    expect "$tmp/full.err" "cannot write to stdout: No space left on device" "'$args' > /dev/full: no reason"
+done
 
 # ---- JUnit: valid against the schema of what it emits, failures included --
 command -v xmllint >/dev/null 2>&1 || fail "xmllint not found (Debian: apt-get install libxml2-utils)"

@@ -1,0 +1,53 @@
+/* LD_PRELOAD shim for tests/test_report.sh: a full disk without a tmpfs.
+ *   FAULT_PATH=SUBSTRING  files opened for writing whose path contains it...
+ *   FAULT_AFTER=N         ...after the first N such opens (default 0)
+ * are opened as /dev/full instead: the open succeeds and every write that
+ * reaches the file fails with ENOSPC, as on a full disk. Opens for reading
+ * and other paths are left alone. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int faulty(const char *path, int writing) {
+    static int seen;
+    const char *match = getenv("FAULT_PATH");
+    if (!writing || !match || !*match || !strstr(path, match)) return 0;
+    const char *after = getenv("FAULT_AFTER");
+    return seen++ >= (after ? atoi(after) : 0);
+}
+
+static int open_as(const char *sym, const char *path, int flags, mode_t mode) {
+    int (*real)(const char *, int, ...) = (int (*)(const char *, int, ...))dlsym(RTLD_NEXT, sym);
+    if (faulty(path, (flags & O_ACCMODE) != O_RDONLY)) return real("/dev/full", O_WRONLY);
+    return real(path, flags, mode);
+}
+
+static FILE *fopen_as(const char *sym, const char *path, const char *mode) {
+    FILE *(*real)(const char *, const char *) = (FILE * (*)(const char *, const char *)) dlsym(RTLD_NEXT, sym);
+    if (faulty(path, strpbrk(mode, "wa+") != NULL)) return real("/dev/full", "w");
+    return real(path, mode);
+}
+
+#define MODE_ARG(flags, mode)                \
+    mode_t mode = 0;                         \
+    if (flags & (O_CREAT | O_TMPFILE)) {     \
+        va_list ap;                          \
+        va_start(ap, flags);                 \
+        mode = (mode_t)va_arg(ap, int);      \
+        va_end(ap);                          \
+    }
+
+int open(const char *path, int flags, ...) {
+    MODE_ARG(flags, mode)
+    return open_as("open", path, flags, mode);
+}
+int open64(const char *path, int flags, ...) {
+    MODE_ARG(flags, mode)
+    return open_as("open64", path, flags, mode);
+}
+FILE *fopen(const char *path, const char *mode) { return fopen_as("fopen", path, mode); }
+FILE *fopen64(const char *path, const char *mode) { return fopen_as("fopen64", path, mode); }
