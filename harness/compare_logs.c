@@ -56,6 +56,8 @@ enum {
 
 #define AS_ENUM(id, name, kind, judged) COL_##id,
 enum { LOG_COLUMN_TABLE(AS_ENUM) N_COLUMNS };
+#define COUNT_JUDGED(id, name, kind, judged) +((judged) != SHOWN)
+enum { N_JUDGED = 0 LOG_COLUMN_TABLE(COUNT_JUDGED) }; /* only these are kept per row */
 #define AS_ROW(id, name, kind, judged) {name, kind, judged},
 static const struct {
     const char *name;
@@ -67,7 +69,7 @@ typedef struct {
     size_t key_len;
     int line;
     char status;      /* 'P', 'F' or 'T' */
-    double v[N_COLUMNS]; /* numeric columns; NAN for n/a or empty */
+    double v[N_JUDGED]; /* the judged columns' values (judged_slot); NAN for n/a or empty */
 } Row;
 
 typedef struct {
@@ -126,9 +128,16 @@ static bool strict_count(const char *s, long max, long *out) {
 }
 
 /* One field checked against its column; NULL if good, else why not. */
-static const char *parse_field(int col, const char *s, Row *r) {
+/* Row.v's index of each judged column, in table order; -1 for the others. */
+static int judged_slot[N_COLUMNS];
+static void number_judged_columns(void) {
+    for (int c = 0, k = 0; c < N_COLUMNS; c++) judged_slot[c] = columns[c].judged != SHOWN ? k++ : -1;
+}
+
+/* One field checked against its column into v[col]; NULL if good, else why not. */
+static const char *parse_field(int col, const char *s, Row *r, double *v) {
     long phase;
-    r->v[col] = NAN;
+    v[col] = NAN;
     switch (columns[col].kind) {
     case TEXT: return NULL;
     case KEY: return *s ? NULL : "is empty";
@@ -138,23 +147,23 @@ static const char *parse_field(int col, const char *s, Row *r) {
         r->status = s[0];
         return NULL;
     case RATIO:
-        if (strcmp(s, "inf") == 0) return r->v[col] = INFINITY, NULL;
+        if (strcmp(s, "inf") == 0) return v[col] = INFINITY, NULL;
         /* fall through */
     case MEASURE:
         if (strcmp(s, "n/a") == 0) return NULL;
-        return strict_number(s, &r->v[col]) ? NULL : "is not a finite number >= 0 or n/a";
+        return strict_number(s, &v[col]) ? NULL : "is not a finite number >= 0 or n/a";
     case TIMING:
         if (!*s) return NULL;
-        return strict_number(s, &r->v[col]) ? NULL : "is not a finite number >= 0 or empty";
+        return strict_number(s, &v[col]) ? NULL : "is not a finite number >= 0 or empty";
     }
     return "has no column kind";
 }
 
 /* Rules across fields: a PASS compared something; a TIME row is a bench row
  * with its times; a test row has none. */
-static const char *check_row(const Row *r, const char *variant) {
-    bool bench = strncmp(variant, "bench:", 6) == 0, timed = !isnan(r->v[COL_MEDIAN]) && !isnan(r->v[COL_MIN]);
-    if (r->status == 'P' && isnan(r->v[COL_MAX_DIFF])) return "a PASS row without a max_diff";
+static const char *check_row(const Row *r, const double *v, const char *variant) {
+    bool bench = strncmp(variant, "bench:", 6) == 0, timed = !isnan(v[COL_MEDIAN]) && !isnan(v[COL_MIN]);
+    if (r->status == 'P' && isnan(v[COL_MAX_DIFF])) return "a PASS row without a max_diff";
     if ((r->status == 'T') != bench) return "status TIME is for bench:<label> rows only, and they have no other";
     if (bench != timed) return bench ? "a TIME row without its times" : "a test row with times";
     return NULL;
@@ -163,6 +172,7 @@ static const char *check_row(const Row *r, const char *variant) {
 /* Splits one row (NUL-terminated, no line end) into r. */
 static int parse_row(char *line, Row *r, char *why, size_t size) {
     char *field[N_COLUMNS];
+    double v[N_COLUMNS];
     int n = 0;
     for (char *p = line;; p++) {
         if (n == N_COLUMNS) return snprintf(why, size, "more than %d tab-separated columns", N_COLUMNS), -1;
@@ -172,11 +182,13 @@ static int parse_row(char *line, Row *r, char *why, size_t size) {
     }
     if (n != N_COLUMNS) return snprintf(why, size, "%d tab-separated columns, expected %d", n, N_COLUMNS), -1;
     for (int c = 0; c < N_COLUMNS; c++) {
-        const char *bad = parse_field(c, field[c], r);
+        const char *bad = parse_field(c, field[c], r, v);
         if (bad) return snprintf(why, size, "%s '%.40s' %s", columns[c].name, field[c], bad), -1;
     }
-    const char *bad = check_row(r, field[COL_VARIANT]);
+    const char *bad = check_row(r, v, field[COL_VARIANT]);
     if (bad) return snprintf(why, size, "%s", bad), -1;
+    for (int c = 0; c < N_COLUMNS; c++)
+        if (judged_slot[c] >= 0) r->v[judged_slot[c]] = v[c];
     field[COL_VARIANT][-1] = '\t'; /* the key: name \t variant, full length */
     r->key = field[COL_NAME];
     r->key_len = strlen(r->key);
@@ -247,7 +259,10 @@ static int parse_log(Log *log, size_t len, char *err, size_t size) {
     if (memchr(log->text, 0, len)) return snprintf(err, size, "%s: a NUL byte: not a text log", log->path), -1;
     if (len == 0 || log->text[len - 1] != '\n')
         return snprintf(err, size, "%s: truncated (the last line has no line end)", log->path), -1;
-    size_t cap = 0;
+    size_t lines = 0; /* rows <= lines: one allocation */
+    for (const char *p = log->text; (p = memchr(p, '\n', len - (size_t)(p - log->text))); p++) lines++;
+    if (!(log->rows = malloc(lines * sizeof *log->rows)))
+        return snprintf(err, size, "%s: out of memory for %zu rows", log->path, lines), -1;
     bool columns_seen = false, ended = false;
     int lineno = 0;
     char why[200];
@@ -283,12 +298,6 @@ static int parse_log(Log *log, size_t len, char *err, size_t size) {
             }
             continue;
         }
-        if (log->n == cap) {
-            cap = cap ? 2 * cap : 1024;
-            Row *grown = realloc(log->rows, cap * sizeof *grown);
-            if (!grown) return snprintf(err, size, "%s: out of memory for %zu rows", log->path, cap), -1;
-            log->rows = grown;
-        }
         Row *r = &log->rows[log->n++];
         r->line = lineno;
         if (parse_row(line, r, why, sizeof why) != 0)
@@ -323,7 +332,8 @@ static int judge_row(const Options *o, const Row *a, const Row *b, bool same_dev
     }
     int regressions = 0;
     for (int c = 0; c < N_COLUMNS; c++) {
-        double was = a->v[c], now = b->v[c];
+        if (judged_slot[c] < 0) continue;
+        double was = a->v[judged_slot[c]], now = b->v[judged_slot[c]];
         if (isnan(was) || isnan(now)) continue;
         if (columns[c].judged == ERROR && now > o->max_diff_growth * (was > DIFF_FLOOR ? was : DIFF_FLOOR))
             fprintf(out, "REGRESSION  %s: %s %.3e -> %.3e (more than x%g)\n", name, columns[c].name, was, now,
@@ -365,6 +375,7 @@ static int judge(const Options *o, const Log *old, const Log *cur, FILE *out) {
 }
 
 int compare_logs(const Options *o, FILE *out) {
+    number_judged_columns();
     Log old, cur;
     char err[1024];
     int rc = 2;

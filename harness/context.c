@@ -6,6 +6,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -51,21 +52,36 @@ void set_shape_desc(Ctx *c, const char *fmt, ...) {
 
 int is_cpu_backend(void) { return strcmp(kdn_backend(), "cpu") == 0; }
 
+/* A test that cannot get its memory fails with the byte count and is left
+ * at once (longjmp to run_test), so nothing is launched on a missing buffer;
+ * ctx_end frees what it had. The run goes on with the next test. */
+static _Noreturn void abandon_test(Ctx *c, const char *fmt, ...) {
+    char why[256];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    test_fail(c, "%s; the test was stopped there", why);
+    if (c->abandon) longjmp(*c->abandon, 1);
+    fprintf(stderr, "harness: %s\n", why);
+    exit(2);
+}
+
+/* n elements of `size` bytes, or SIZE_MAX when that overflows */
+static size_t bytes_of(size_t n, size_t size) { return n > SIZE_MAX / size ? SIZE_MAX : n * size; }
+
 static void *host_alloc(Ctx *c, size_t bytes) {
     if (c->n_host == MAX_HOST) {
         fprintf(stderr, "harness: more than %d host arrays in one test\n", MAX_HOST);
         exit(2);
     }
-    void *p = calloc(bytes ? bytes : 1, 1);
-    if (!p) {
-        fprintf(stderr, "harness: out of host memory (%zu bytes)\n", bytes);
-        exit(2);
-    }
+    void *p = bytes == SIZE_MAX ? NULL : calloc(bytes ? bytes : 1, 1);
+    if (!p) abandon_test(c, "out of host memory: an array of %zu bytes", bytes);
     return c->host[c->n_host++] = p;
 }
 
-float *host_f(Ctx *c, size_t n) { return host_alloc(c, n * sizeof(float)); }
-double *host_d(Ctx *c, size_t n) { return host_alloc(c, n * sizeof(double)); }
+float *host_f(Ctx *c, size_t n) { return host_alloc(c, bytes_of(n, sizeof(float))); }
+double *host_d(Ctx *c, size_t n) { return host_alloc(c, bytes_of(n, sizeof(double))); }
 
 void guard_fill(uint32_t *g, size_t n) {
     for (size_t i = 0; i < n; i++) g[i] = GUARD_WORD;
@@ -84,13 +100,14 @@ static float *dev_alloc(Ctx *c, const char *name, const float *data, size_t n) {
         fprintf(stderr, "harness: more than %d device buffers in one test\n", MAX_BUFS);
         exit(2);
     }
-    size_t total = n + 2 * GUARD_FLOATS;
-    float *base = kdn_malloc(total * sizeof(float));
-    if (!base) {
-        test_fail(c, "device allocation of %s (%zu floats) failed", name, n);
-        return NULL;
+    size_t total = n + 2 * GUARD_FLOATS, bytes = bytes_of(total, sizeof(float));
+    float *base = bytes == SIZE_MAX ? NULL : kdn_malloc(bytes);
+    if (!base) abandon_test(c, "out of device memory: buffer '%s' of %zu bytes", name, bytes);
+    uint32_t *image = malloc(bytes); /* the buffer's first contents, guards included */
+    if (!image) {
+        kdn_free(base);
+        abandon_test(c, "out of host memory: the upload image of buffer '%s', %zu bytes", name, bytes);
     }
-    uint32_t *image = malloc(total * sizeof(float));
     guard_fill(image, total);
     float *payload = (float *)(image + GUARD_FLOATS);
     for (size_t i = 0; i < n; i++) payload[i] = data ? data[i] : NAN;
@@ -182,7 +199,8 @@ int expect_close_host(Ctx *c, const char *what, const float *got, const double *
 
 int expect_close(Ctx *c, const char *what, const float *dev, const double *ref, int rows, int cols, Tol tol) {
     size_t n = (size_t)rows * (size_t)cols;
-    float *got = malloc(n * sizeof(float));
+    float *got = malloc(bytes_of(n, sizeof(float)));
+    if (!got) abandon_test(c, "out of host memory: %s's download, %zu bytes", what, bytes_of(n, sizeof(float)));
     if (kdn_download(got, dev, n * sizeof(float)) != 0) {
         free(got);
         test_fail(c, "%s: download failed", what);

@@ -4,6 +4,7 @@
 
 #include "harness.h"
 
+#include <setjmp.h>
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -72,6 +73,9 @@ struct Ctx {
     int n_bufs;
     void *host[MAX_HOST];
     int n_host;
+    /* where a test that cannot get its memory is abandoned (run_test's
+     * setjmp); NULL outside a run: such a failure ends the process */
+    jmp_buf *abandon;
 };
 void ctx_begin(Ctx *c, const Test *t, uint64_t seed, bool verbose, int bench_reps);
 void ctx_end(Ctx *c); /* frees everything the test allocated */

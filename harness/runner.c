@@ -74,32 +74,36 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     char err[256];
     apply_set(o, row, &shaped, err, sizeof err); /* validated when parsed */
     const Test *t = &shaped;
-    Ctx c;
+    static Ctx ctx; /* static: its contents must survive the longjmp of an abandoned test */
+    Ctx *c = &ctx;
+    jmp_buf abandon;
     double start = now_seconds();
-    ctx_begin(&c, t, o->seed, o->verbose, o->bench_reps);
-    t->run(t, &c);
+    ctx_begin(c, t, o->seed, o->verbose, o->bench_reps);
+    c->abandon = &abandon;
+    if (setjmp(abandon) == 0) t->run(t, c); /* else: out of memory, the failure recorded */
+    c->abandon = NULL;
     /* A leftover error must not leak into the next test. */
     const char *late = kdn_sync();
-    if (late) test_fail(&c, "runtime error: %s", late);
-    if (!c.failed && !c.compared) test_fail(&c, "test compared nothing");
-    ctx_end(&c);
+    if (late) test_fail(c, "runtime error: %s", late);
+    if (!c->failed && !c->compared) test_fail(c, "test compared nothing");
+    ctx_end(c);
     memset(r, 0, sizeof *r);
     r->test = row;
-    r->passed = !c.failed;
-    r->compared = c.compared;
-    r->max_diff = c.max_diff;
-    r->nrel = c.nrel;
-    r->nmse = c.nmse;
-    memcpy(r->worst, c.worst, sizeof r->worst);
-    memcpy(r->outputs, c.outputs, sizeof r->outputs);
-    memcpy(r->shape, c.shape, sizeof r->shape);
+    r->passed = !c->failed;
+    r->compared = c->compared;
+    r->max_diff = c->max_diff;
+    r->nrel = c->nrel;
+    r->nmse = c->nmse;
+    memcpy(r->worst, c->worst, sizeof r->worst);
+    memcpy(r->outputs, c->outputs, sizeof r->outputs);
+    memcpy(r->shape, c->shape, sizeof r->shape);
     if (o->set_fields && row->shape.chunk == 0) { /* apply_set leaves rows without a chunk size alone */
         size_t used = strlen(r->shape);
         snprintf(r->shape + used, sizeof r->shape - used, "%s(--set does not apply)", used ? " " : "");
     }
-    memcpy(r->msg, c.msg, sizeof r->msg);
-    memcpy(r->bench, c.bench, sizeof r->bench);
-    r->n_bench = c.n_bench;
+    memcpy(r->msg, c->msg, sizeof r->msg);
+    memcpy(r->bench, c->bench, sizeof r->bench);
+    r->n_bench = c->n_bench;
     r->seconds = now_seconds() - start;
     progress_clear();
     print_result(out, r, o->verbose);

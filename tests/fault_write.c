@@ -1,4 +1,5 @@
-/* LD_PRELOAD shim for tests/test_report.sh: a full disk without a tmpfs.
+/* LD_PRELOAD shim for tests/test_report.sh: a full disk without a tmpfs, and
+ * a device out of memory (FAULT_MALLOC_OVER, below).
  *   FAULT_PATH=SUBSTRING  files opened for writing whose path contains it...
  *   FAULT_AFTER=N         ...after the first N such opens (default 0)
  * are opened as /dev/full instead: the open succeeds and every write that
@@ -51,3 +52,16 @@ int open64(const char *path, int flags, ...) {
 }
 FILE *fopen(const char *path, const char *mode) { return fopen_as("fopen", path, mode); }
 FILE *fopen64(const char *path, const char *mode) { return fopen_as("fopen64", path, mode); }
+
+/* FAULT_MALLOC_OVER=N: malloc of more than N bytes returns NULL (calloc is
+ * left alone): on the CPU backend kdn_malloc is malloc, so this is a device
+ * that runs out of memory while the host has plenty. */
+extern void *__libc_malloc(size_t);
+void *malloc(size_t bytes) {
+    static long over = -2;
+    if (over == -2) { /* getenv does not allocate */
+        const char *s = getenv("FAULT_MALLOC_OVER");
+        over = s ? atol(s) : -1;
+    }
+    return over >= 0 && bytes > (size_t)over ? NULL : __libc_malloc(bytes);
+}
