@@ -104,6 +104,18 @@ $(BUILD)/%.o: %.cpp $(HEADERS)
 	@echo "  $(BACKEND)  $<"
 	@$(KCXX) $(KFLAGS) -c $< -o $@
 
+# Provenance baked into the binary at build time (the log's "# commit" line,
+# --env): the commit, "-dirty" when tracked files differ from it. The stamp
+# is rewritten only when that changes, so only report.o is rebuilt.
+PROVENANCE := $(shell git rev-parse --short HEAD 2>/dev/null || echo unknown)$(shell \
+    git rev-parse --git-dir >/dev/null 2>&1 && { git diff --quiet HEAD -- 2>/dev/null || echo -dirty; })
+$(BUILD)/provenance.stamp: FORCE
+	@mkdir -p $(dir $@)
+	@echo '$(PROVENANCE)' | cmp -s - $@ || echo '$(PROVENANCE)' > $@
+$(BUILD)/harness/report.o: $(BUILD)/provenance.stamp
+$(BUILD)/harness/report.o: CFLAGS += -DKDN_PROVENANCE='"$(PROVENANCE)"'
+.PHONY: FORCE
+
 check-env:
 	@echo "backend:  $(BACKEND)"
 	@echo "compiler: $(KCXX)"

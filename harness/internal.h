@@ -163,6 +163,8 @@ int run_selected(const Options *o, FILE *out, TestResult **results, int *n);
 int reports_open(const Options *o, int total, char *err, size_t err_size);
 void reports_progress(const TestResult *r, int n);
 int reports_close(const TestResult *r, int n);
+/* The commit the binary was built from, with "-dirty" (build time). */
+const char *build_commit(void);
 /* A whole log or JUnit report by temp-and-rename (tests/report_escape.c). */
 int write_log(const char *path, const Options *o, const TestResult *r, int n);
 int write_junit(const char *path, const TestResult *r, int n);

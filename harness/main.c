@@ -93,7 +93,8 @@ static int run(int argc, char **argv) {
     }
     if (o.compare_old) return compare_logs(&o, stdout);
     if (o.env) {
-        printf("backend %s, target %s, devices %d\n", kdn_backend(), kdn_target(), kdn_device_count());
+        printf("backend %s, target %s, commit %s, devices %d\n", kdn_backend(), kdn_target(), build_commit(),
+               kdn_device_count());
         if (kdn_init(err, sizeof err) == 0) printf("device 0: %s\n", kdn_device_name());
         return 0;
     }

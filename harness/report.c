@@ -13,24 +13,12 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The commit the binary runs in, read at run time ("unknown" outside git). */
-static void git_commit(char *out, size_t size) {
-    static char known[64];
-    if (known[0]) {
-        snprintf(out, size, "%s", known);
-        return;
-    }
-    snprintf(out, size, "unknown");
-    FILE *p = popen("git rev-parse --short HEAD 2>/dev/null", "r");
-    if (!p) return;
-    char line[64];
-    if (fgets(line, sizeof line, p) && line[0] != '\n') {
-        line[strcspn(line, "\n")] = 0;
-        snprintf(out, size, "%s", line);
-    }
-    pclose(p);
-    snprintf(known, sizeof known, "%s", out);
-}
+/* The commit the binary was built from, "-dirty" if its tracked files
+ * differed (the Makefile bakes it in): not the directory it runs in. */
+#ifndef KDN_PROVENANCE
+#define KDN_PROVENANCE "unknown"
+#endif
+const char *build_commit(void) { return KDN_PROVENANCE; }
 
 /* The host compiler by name and version (gcc's __VERSION__ is the number alone). */
 static const char *host_compiler(void) {
@@ -60,11 +48,10 @@ static void one_field(const char *s, char *out, size_t size) {
 /* The log of results r[0..n) of `total` selected tests; n < total: the run
  * was cut short, and the log says so before its end line. */
 static void format_log(FILE *f, const Options *o, const TestResult *r, int n, int total) {
-    char commit[64], date[32];
-    git_commit(commit, sizeof commit);
+    char date[32];
     utc_now(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ");
     fprintf(f, "%s\n# backend\t%s\n# target\t%s\n# host compiler\t%s\n# commit\t%s\n# device\t%s\n# seed\t%llu\n# date\t%s\n",
-            LOG_MAGIC, kdn_backend(), kdn_target(), host_compiler(), commit, kdn_device_name(),
+            LOG_MAGIC, kdn_backend(), kdn_target(), host_compiler(), build_commit(), kdn_device_name(),
             (unsigned long long)o->seed, date);
     fprintf(f, "%s\n", LOG_COLUMNS);
     int rows = 0;

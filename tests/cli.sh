@@ -81,6 +81,18 @@ cmp -s "$tmp/a" "$tmp/b" || fail "two runs with --seed 7 differ"
 cmp -s "$tmp/a" "$tmp/c" && fail "--seed 8 gave the same output as --seed 7"
 checks=$((checks + 3))
 
+# provenance: the commit (and -dirty) baked in at build time, the same in
+# --env and in the log wherever the binary runs (here: outside any git tree)
+if git rev-parse --git-dir >/dev/null 2>&1; then
+    want=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- || echo -dirty)
+    abs=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
+    (cd / && "$abs" --env) >"$tmp/env" 2>&1 || fail "--env failed"
+    grep -q "commit $want," "$tmp/env" || fail "--env run outside the tree does not say 'commit $want': $(cat "$tmp/env")"
+    (cd / && "$abs" --test sigmoid --log "$tmp/prov.tsv") >/dev/null 2>&1 || fail "the provenance run failed"
+    grep -q "^# commit	$want$" "$tmp/prov.tsv" || fail "the log of a run outside the tree does not give commit $want"
+    checks=$((checks + 2))
+fi
+
 # a GPU build (build/BACKEND/test_deltanet): without its GPU, status 77 and
 # the backend named on stderr; with it, phase 1 passes
 if [ -n "$gpu_bin" ] && [ -x "$gpu_bin" ]; then

@@ -5,6 +5,7 @@
 #   the gfx906 build and its resource limits (where hipcc exists),
 #   the command line's exit statuses and determinism (tests/cli.sh),
 #   --dump/--load/--set round trips, read back with numpy (tests/test_tensors.sh),
+#   .github/workflows against the workflow schema (tests/test_workflows.sh),
 #   the reference against itself, result logs and reports,
 #   make install + a C caller built with pkg-config (tests/test_install.sh),
 #   every phase of the ladder on the CPU build, its log compared with
@@ -51,6 +52,7 @@ test:
 	@$(MAKE) --no-print-directory test-gfx906
 	@sh tests/cli.sh build/cpu/test_deltanet build/cpu/test_failing $$([ -x build/hip/test_deltanet ] && echo build/hip/test_deltanet)
 	@sh tests/test_tensors.sh build/cpu/test_deltanet
+	@sh tests/test_workflows.sh
 	@$(MAKE) --no-print-directory BACKEND=cpu test-reference
 	@sh tests/test_install.sh cpu
 	@$(MAKE) --no-print-directory BACKEND=cpu test-report
