@@ -23,7 +23,7 @@ enum {
     TEXT,     /* any text without tabs (may be empty: shape) */
     KEY,      /* non-empty text: name, variant */
     PHASE,    /* 1..MAX_PHASE */
-    STATUS,   /* PASS, FAIL or TIME */
+    STATUS,   /* PASS, FAIL, SKIP or TIME */
     MEASURE,  /* a finite number >= 0, or n/a */
     RATIO,    /* a number >= 0, inf (a zero reference, a nonzero output), or n/a */
     TIMING,   /* a finite number >= 0, or empty (untimed rows) */
@@ -68,7 +68,7 @@ typedef struct {
     const char *key;  /* "name\tvariant", inside the log's text */
     size_t key_len;
     int line;
-    char status;      /* 'P', 'F' or 'T' */
+    char status;      /* 'P', 'F', 'S' or 'T' */
     double v[N_JUDGED]; /* the judged columns' values (judged_slot); NAN for n/a or empty */
 } Row;
 
@@ -143,7 +143,8 @@ static const char *parse_field(int col, const char *s, Row *r, double *v) {
     case KEY: return *s ? NULL : "is empty";
     case PHASE: return strict_count(s, MAX_PHASE, &phase) && phase >= 1 ? NULL : "is not a phase 1-8";
     case STATUS:
-        if (strcmp(s, "PASS") && strcmp(s, "FAIL") && strcmp(s, "TIME")) return "is not PASS, FAIL or TIME";
+        if (strcmp(s, "PASS") && strcmp(s, "FAIL") && strcmp(s, "SKIP") && strcmp(s, "TIME"))
+            return "is not PASS, FAIL, SKIP or TIME";
         r->status = s[0];
         return NULL;
     case RATIO:
@@ -329,6 +330,10 @@ static int judge_row(const Options *o, const Row *a, const Row *b, bool same_dev
     if (b->status == 'F') {
         fprintf(out, "REGRESSION  %s: %s\n", name, a->status == 'F' ? "still fails" : "now fails");
         return 1; /* a test failing in NEW gates even if it failed in OLD too */
+    }
+    if (b->status == 'S' && a->status != 'S') {
+        fprintf(out, "REGRESSION  %s: skipped (--set does not apply), so not checked\n", name);
+        return 1; /* a skip hides the test as much as its absence would */
     }
     int regressions = 0;
     for (int c = 0; c < N_COLUMNS; c++) {

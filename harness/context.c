@@ -41,6 +41,15 @@ void test_fail(Ctx *c, const char *fmt, ...) {
     c->failed = true;
 }
 
+void test_skip(Ctx *c, const char *fmt, ...) {
+    int n = snprintf(c->msg, sizeof c->msg, "--set does not apply: ");
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(c->msg + n, sizeof c->msg - (size_t)n, fmt, ap);
+    va_end(ap);
+    c->skipped = true;
+}
+
 int test_failed(const Ctx *c) { return c->failed; }
 
 void set_shape_desc(Ctx *c, const char *fmt, ...) {

@@ -76,6 +76,10 @@ int expect_close(Ctx *c, const char *what, const float *dev, const double *ref, 
 int expect_close_host(Ctx *c, const char *what, const float *got, const double *ref, int rows, int cols, Tol tol);
 /* Marks the test failed with a message (printf-style). */
 void test_fail(Ctx *c, const char *fmt, ...);
+/* The shape --set asked for is one the test cannot run: the test is skipped
+ * with "--set does not apply: <why>" on its line (never a failure, never an
+ * abort). The test returns right after. */
+void test_skip(Ctx *c, const char *fmt, ...);
 /* Whether the test has failed so far. */
 int test_failed(const Ctx *c);
 /* Describes the shape actually run, printed on the test's line. */

@@ -62,6 +62,7 @@ struct Ctx {
     BenchResult bench[MAX_BENCH];
     int n_bench;
     bool failed;
+    bool skipped; /* test_skip: msg says why */
     bool compared;
     double max_diff;  /* the largest over the outputs compared ... */
     char worst[96];   /* ... at this element, "<output>[row,col]" */
@@ -125,7 +126,7 @@ void bench_print_method(FILE *out, int reps);
 /* What a test left behind, for the line, the log and the JUnit report. */
 typedef struct {
     const Test *test;
-    bool passed, compared;
+    bool passed, compared, skipped; /* skipped: passed too, msg says why */
     double max_diff;
     char worst[96];
     double nrel, nmse;
@@ -137,6 +138,8 @@ typedef struct {
     double seconds; /* wall time of the test, for the JUnit report */
 } TestResult;
 
+/* "PASS", "FAIL" or "SKIP" (--set does not apply). */
+const char *result_status(const TestResult *r);
 /* "exact" or "<atol>+<rtol>*|ref|[,nrel<=<bound>]", for lines and reports. */
 void describe_tol(const Tol *tol, char *out, size_t size);
 /* Runs one test and prints its line; fills r, returns r->passed. */

@@ -68,7 +68,7 @@ static void format_log(FILE *f, const Options *o, const TestResult *r, int n, in
         }
         if (t->tol.nrel > 0.0) snprintf(nrel_tol, sizeof nrel_tol, "%.3e", t->tol.nrel);
         fprintf(f, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3e\t%.3e\t%s\t%s\t\t\n", t->phase, t->name, t->variant, shape,
-                diff, worst, nrel, nmse, t->tol.atol, t->tol.rtol, nrel_tol, r[i].passed ? "PASS" : "FAIL");
+                diff, worst, nrel, nmse, t->tol.atol, t->tol.rtol, nrel_tol, result_status(&r[i]));
         /* one row per timed variant, keyed by name and "bench:<label>" */
         for (int b = 0; b < r[i].n_bench; b++, rows++)
             fprintf(f, "%d\t%s\tbench:%s\t%s\tn/a\tn/a\tn/a\tn/a\t0\t0\tn/a\tTIME\t%.3f\t%.3f\n", t->phase, t->name,
@@ -133,12 +133,17 @@ static void format_junit(FILE *f, const Options *o, const TestResult *r, int n, 
             fprintf(f, "    <testcase classname=\"phase %d\" name=\"", phase);
             xml_escaped(f, name);
             fprintf(f, "\" time=\"%.6f\"", r[i].seconds);
-            if (r[i].passed) {
+            if (r[i].passed && !r[i].skipped) {
                 fputs("/>\n", f);
                 continue;
             }
             fputs(">\n", f);
-            junit_failure(f, &r[i]);
+            if (r[i].skipped) {
+                fputs("      <skipped message=\"", f);
+                xml_escaped(f, r[i].msg);
+                fputs("\"/>\n", f);
+            } else
+                junit_failure(f, &r[i]);
             fputs("    </testcase>\n", f);
         }
         fputs("  </testsuite>\n", f);

@@ -25,6 +25,8 @@ void describe_tol(const Tol *tol, char *out, size_t size) {
         snprintf(out, size, "%.1e+%.1e*|ref|", tol->atol, tol->rtol);
 }
 
+const char *result_status(const TestResult *r) { return r->skipped ? "SKIP" : r->passed ? "PASS" : "FAIL"; }
+
 /* Lines of text, each indented under the test's line. */
 static void print_indented(FILE *out, const char *s) {
     fputs("       ", out);
@@ -38,7 +40,11 @@ static void print_indented(FILE *out, const char *s) {
 static void print_result(FILE *out, const TestResult *c, bool verbose) {
     const Test *t = c->test;
     char tol[64];
-    fprintf(out, "[%s] phase %d  %-24s %-8s ", c->passed ? "PASS" : "FAIL", t->phase, t->name, t->variant);
+    fprintf(out, "[%s] phase %d  %-24s %-8s ", result_status(c), t->phase, t->name, t->variant);
+    if (c->skipped) {
+        fprintf(out, "%s\n", c->msg);
+        return;
+    }
     if (c->compared)
         fprintf(out, "max_diff=%.2e nrel=%.1e nmse=%.1e", c->max_diff, c->nrel, c->nmse);
     else
@@ -85,12 +91,14 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     /* A leftover error must not leak into the next test. */
     const char *late = kdn_sync();
     if (late) test_fail(c, "runtime error: %s", late);
-    if (!c->failed && !c->compared) test_fail(c, "test compared nothing");
+    if (!c->failed && !c->compared && !c->skipped) test_fail(c, "test compared nothing");
+    c->skipped &= !c->failed;
     ctx_end(c);
     memset(r, 0, sizeof *r);
     r->test = row;
     r->passed = !c->failed;
     r->compared = c->compared;
+    r->skipped = c->skipped;
     r->max_diff = c->max_diff;
     r->nrel = c->nrel;
     r->nmse = c->nmse;
@@ -113,7 +121,7 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
 }
 
 int run_selected(const Options *o, FILE *out, TestResult **results, int *n) {
-    int passed = 0, failed = 0, last_phase = 0;
+    int passed = 0, failed = 0, skipped = 0, last_phase = 0;
     *results = calloc((size_t)registry_count() + 1, sizeof **results);
     *n = 0;
     if (!*results) {
@@ -133,12 +141,18 @@ int run_selected(const Options *o, FILE *out, TestResult **results, int *n) {
         }
         fflush(out);
         progress(*n + 1, total, t->name);
-        if (run_test(t, o, out, &(*results)[(*n)++]))
-            passed++;
-        else
+        TestResult *r = &(*results)[(*n)++];
+        if (!run_test(t, o, out, r))
             failed++;
+        else if (r->skipped)
+            skipped++;
+        else
+            passed++;
         reports_progress(*results, *n); /* what finished survives a signal */
     }
-    fprintf(out, "%d passed, %d failed\n", passed, failed);
+    if (skipped)
+        fprintf(out, "%d passed, %d failed, %d skipped (--set does not apply)\n", passed, failed, skipped);
+    else
+        fprintf(out, "%d passed, %d failed\n", passed, failed);
     return failed;
 }

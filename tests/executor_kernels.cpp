@@ -38,7 +38,38 @@ __global__ void kernel_read_unwritten_lds(float *y) {
     y[threadIdx.x] = lds[threadIdx.x];
 }
 
+// Both halves of the workgroup wait at a barrier, but not the same one.
+__global__ void kernel_split_barrier(float *y) {
+    if (threadIdx.x & 1)
+        __syncthreads();
+    else
+        __syncthreads();
+    y[threadIdx.x] = 1.0f;
+}
+
+// The race: thread t reads what thread t - 1 wrote, with no barrier between.
+__global__ void kernel_missing_barrier(const float *x, float *y) {
+    KDN_DYNAMIC_SHARED(float, buf);
+    int t = (int)threadIdx.x;
+    buf[t] = x[t];
+    y[t] = buf[t > 0 ? t - 1 : 0];
+}
+
+// Workgroup b reads what workgroup b - 1 wrote: no order between workgroups.
+__global__ void kernel_reads_other_workgroup(float *y) {
+    int b = (int)blockIdx.x, t = (int)threadIdx.x;
+    y[b * 64 + t] = (float)b;
+    if (b > 0) y[b * 64 + t] += y[(b - 1) * 64 + t];
+}
+
 extern "C" {
+
+int exec_set_schedule(const char *name) { return kdn_cpu_set_schedule(name); }
+void exec_split_barrier(float *y) { KDN_LAUNCH(kernel_split_barrier, dim3(1), dim3(64), 0, y); }
+void exec_missing_barrier(const float *x, float *y, int n) {
+    KDN_LAUNCH(kernel_missing_barrier, dim3(1), dim3(n), n * sizeof(float), x, y);
+}
+void exec_reads_other_workgroup(float *y, int blocks) { KDN_LAUNCH(kernel_reads_other_workgroup, dim3(blocks), dim3(64), 0, y); }
 
 void exec_wave_sum(float *out, int threads) { KDN_LAUNCH(kernel_wave_sum, dim3(1), dim3(threads), 0, out); }
 void exec_lds_reverse(const float *x, float *y, int n) { KDN_LAUNCH(kernel_lds_reverse, dim3(1), dim3(n), 0, x, y, n); }

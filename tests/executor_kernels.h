@@ -22,6 +22,14 @@ void exec_read_unwritten_lds(float *y, int n);
 /* Launches over gfx906's limits: 1025 threads; 64 KB + 4 bytes of LDS. */
 void exec_too_many_threads(float *y);
 void exec_too_much_lds(float *y);
+/* The executor's schedule (asc, desc, shuffle, shuffle:SEED): 0 or -1. */
+int exec_set_schedule(const char *name);
+/* Odd and even threads wait at two different __syncthreads() calls. */
+void exec_split_barrier(float *y);
+/* y[t] = x[t - 1] through LDS without a barrier (y[0] = x[0]; n <= 1024). */
+void exec_missing_barrier(const float *x, float *y, int n);
+/* y[b*64 + t] = b + y[(b-1)*64 + t]: reads another workgroup's output. */
+void exec_reads_other_workgroup(float *y, int blocks);
 
 #ifdef __cplusplus
 }

@@ -286,6 +286,43 @@ static void test_executor(void) {
     CHECK(kdn_sync() == NULL && isnan(out[0]) && isnan(out[63]));
 }
 
+/* The schedules: correct kernels agree under every one; a missing barrier,
+ * a split barrier and a read of another workgroup's output are caught by at
+ * least one (the default, ascending order hides the last two). */
+static bool missing_barrier_ok(int n) {
+    float x[256], y[256];
+    for (int i = 0; i < n; i++) x[i] = (float)i + 1.0f;
+    exec_missing_barrier(x, y, n);
+    bool ok = kdn_sync() == NULL;
+    for (int i = 0; i < n; i++) ok &= y[i] == x[i > 0 ? i - 1 : 0];
+    return ok;
+}
+
+static bool other_workgroup_ok(int blocks) {
+    float y[8 * 64];
+    exec_reads_other_workgroup(y, blocks);
+    bool ok = kdn_sync() == NULL;
+    for (int b = 0; b < blocks; b++) ok &= y[b * 64 + 5] == (float)(b * (b + 1) / 2);
+    return ok;
+}
+
+static void test_schedules(void) {
+    static const char *const names[] = {"asc", "desc", "shuffle", "shuffle:12345"};
+    for (int i = 0; i < 4; i++) {
+        CHECK(exec_set_schedule(names[i]) == 0);
+        CHECK(correct_launches_work());
+    }
+    CHECK(exec_set_schedule("asc") == 0);
+    CHECK(missing_barrier_ok(256) && other_workgroup_ok(8)); /* the races the old executor missed */
+    CHECK(exec_set_schedule("desc") == 0);
+    CHECK(!missing_barrier_ok(256) && !other_workgroup_ok(8));
+    CHECK(exec_set_schedule("shuffle:7") == 0);
+    CHECK(!missing_barrier_ok(256) && !other_workgroup_ok(8));
+    CHECK(exec_set_schedule("shuffle:") != 0 && exec_set_schedule("descending") != 0);
+    CHECK(exec_set_schedule("asc") == 0);
+    fails_then_recovers(exec_split_barrier, "kernel_split_barrier", "different __syncthreads() calls");
+}
+
 int main(void) {
     char msg[256];
     if (kdn_init(msg, sizeof msg) != 0) {
@@ -300,6 +337,7 @@ int main(void) {
     test_verdicts();
     test_runner();
     test_executor();
+    test_schedules();
     if (failures) {
         printf("test_harness: %d of %d checks failed\n", failures, checks);
         return 1;

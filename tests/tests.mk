@@ -7,6 +7,9 @@
 #   --dump/--load/--set round trips, read back with numpy (tests/test_tensors.sh),
 #   .github/workflows against the workflow schema (tests/test_workflows.sh),
 #   the reference against itself, result logs and reports,
+#   the product kernels under the executor's descending and shuffled
+#   schedules (races the ascending order hides), the quick subset of the
+#   planted faults (tests/mutate.sh; make mutate runs them all),
 #   make install + a C caller built with pkg-config (tests/test_install.sh),
 #   every phase of the ladder on the CPU build, its log compared with
 #   results/baseline-cpu.tsv (make baseline rewrites it), the ladder's
@@ -32,7 +35,21 @@ $(BUILD)/test_failing: $(BUILD)/tests/failing_phase.o $(FAILING_OBJ)
 include tests/reference.mk
 include tests/report.mk
 
-.PHONY: test-asan test-gfx906
+.PHONY: test-asan test-gfx906 test-schedules mutate
+# Every product kernel (two-launch, one-launch, recurrent) and the unfused
+# pipeline's barrier kernels, under KDN_CPU_SCHEDULE desc and shuffle:1.
+SCHEDULE_TESTS := 'intra_chunk_fused*' 'state_chunk*' 'two_launch_*' fused_T1 fused_T65 fused_gqa3 \
+	fused_chunk32_T33 fused_odd_dims recurrent_decode recurrent_odd_dims 'solve_tri*' 'gemm_*'
+test-schedules:
+	@for s in desc shuffle:1; do \
+	    KDN_CPU_SCHEDULE=$$s build/cpu/test_deltanet $(foreach t,$(SCHEDULE_TESTS),--test $(t)) \
+	        > build/cpu/schedule.out 2>&1 || { cat build/cpu/schedule.out; exit 1; }; \
+	    echo "schedule $$s: $$(tail -n 1 build/cpu/schedule.out)"; done
+
+# All planted faults (tests/mutate.sh --all; tens of minutes): docs/ci.md's nightly job.
+mutate:
+	@sh tests/mutate.sh --all
+
 test-asan:
 	@$(MAKE) --no-print-directory BACKEND=cpu SANITIZE=1 build/cpu-asan/test_deltanet build/cpu-asan/test_harness
 	@out=$$(build/cpu-asan/test_harness 2>&1); rc=$$?; echo "$$out" | sed 's/^/asan: /'; exit $$rc
@@ -56,6 +73,8 @@ test:
 	@$(MAKE) --no-print-directory BACKEND=cpu test-reference
 	@sh tests/test_install.sh cpu
 	@$(MAKE) --no-print-directory BACKEND=cpu test-report
+	@$(MAKE) --no-print-directory BACKEND=cpu test-schedules
+	@sh tests/mutate.sh
 	@build/cpu/test_deltanet --log build/cpu/ladder.tsv > build/cpu/ladder.out 2> build/cpu/ladder.err; rc=$$?; \
 	 build/cpu/test_deltanet --compare results/baseline-cpu.tsv build/cpu/ladder.tsv > build/cpu/baseline.out 2>&1; \
 	 crc=$$?; sed 's/^/baseline: /' build/cpu/baseline.out; cat build/cpu/ladder.err build/cpu/ladder.out; \

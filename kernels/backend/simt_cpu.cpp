@@ -8,6 +8,17 @@
 // the barrier. Anything else is a divergence bug on a real GPU and is
 // reported with the kernel's name; the rest of the launch is abandoned.
 //
+// The order is a schedule (KDN_CPU_SCHEDULE, read at the first launch):
+// "asc" (default) runs the ready threads of a workgroup in ascending order
+// and workgroups in grid order; "desc" both in descending order; "shuffle" or
+// "shuffle:SEED" a new seeded permutation of the threads between every two
+// barriers and a seeded permutation of the workgroups. A kernel correct on a
+// GPU gives the same result under every schedule; one that reads LDS before
+// another thread's write in the same barrier interval, lets two threads write
+// one address, or reads another workgroup's output, does not (tests/tests.mk
+// runs the product kernels under desc and shuffle). Threads that wait at
+// different __syncthreads() calls are an error too (divergent barrier).
+//
 // Fibers are made once (ucontext) and then reused for every workgroup of
 // every launch: a fiber loops over "run the kernel body, report done". All
 // switches are _setjmp/_longjmp, which unlike swapcontext make no system call
@@ -20,6 +31,7 @@
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <setjmp.h>
@@ -49,6 +61,16 @@ struct Fiber {
     bool started;                          // its stack holds a live fiber_main
     State state;
     int parity;                            // which exchange buffer its next wave op uses
+    int barrier_site;                      // the __syncthreads() call it waits at
+};
+
+enum Order { ASCENDING, DESCENDING, SHUFFLED };
+
+struct Schedule {
+    bool read;                             // KDN_CPU_SCHEDULE parsed
+    bool bad;                              // ... and not understood: every launch fails
+    Order order;
+    uint64_t rng;                          // xorshift64 state for SHUFFLED
 };
 
 struct Executor {
@@ -63,6 +85,8 @@ struct Executor {
     char *stacks;
     float exchange[2][kMaxThreads];
     alignas(16) unsigned char lds[kMaxLds];
+    int order[kMaxThreads];                // threads in the order the scheduler runs them
+    Schedule sched_order;
     char error[512];
     bool failed;
     // AddressSanitizer's view of the stack switches.
@@ -88,6 +112,81 @@ void set_thread_index(int t) {
     threadIdx.x = (unsigned)t % blockDim.x;
     threadIdx.y = ((unsigned)t / blockDim.x) % blockDim.y;
     threadIdx.z = (unsigned)t / (blockDim.x * blockDim.y);
+}
+
+uint64_t next_random(void) {
+    uint64_t x = E.sched_order.rng;
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    return E.sched_order.rng = x;
+}
+
+// The schedule from its name: asc, desc, shuffle or shuffle:SEED; false
+// (schedule unchanged) for anything else.
+bool parse_schedule(const char *v, Schedule *s) {
+    Schedule p = {true, false, ASCENDING, 0x9e3779b97f4a7c15ull};
+    if (strcmp(v, "desc") == 0) p.order = DESCENDING;
+    else if (strncmp(v, "shuffle", 7) == 0 && (v[7] == 0 || v[7] == ':')) {
+        p.order = SHUFFLED;
+        if (v[7] == ':') {
+            char *end;
+            p.rng ^= strtoull(v + 8, &end, 10) * 0xbf58476d1ce4e5b9ull;
+            if (end == v + 8 || *end) return false;
+        }
+    } else if (strcmp(v, "asc") != 0)
+        return false;
+    *s = p;
+    return true;
+}
+
+// KDN_CPU_SCHEDULE, read at the first launch; anything but a schedule name
+// fails every launch, so a typo cannot silently test the default order.
+void read_schedule(void) {
+    Schedule *s = &E.sched_order;
+    const char *v = getenv("KDN_CPU_SCHEDULE");
+    if (!s->read) {
+        s->read = true;
+        s->order = ASCENDING;
+        if (v && *v && !parse_schedule(v, s)) s->bad = true;
+    }
+    if (s->bad) fail("KDN_CPU_SCHEDULE='%s': expected asc, desc, shuffle or shuffle:SEED", v ? v : "");
+}
+
+// The order the ready threads of the next barrier interval run in.
+void order_threads(void) {
+    int n = E.nthreads;
+    for (int i = 0; i < n; i++) E.order[i] = E.sched_order.order == DESCENDING ? n - 1 - i : i;
+    if (E.sched_order.order != SHUFFLED) return;
+    for (int i = n - 1; i > 0; i--) { // Fisher-Yates
+        int j = (int)(next_random() % (uint64_t)(i + 1)), t = E.order[i];
+        E.order[i] = E.order[j];
+        E.order[j] = t;
+    }
+}
+
+unsigned long gcd(unsigned long a, unsigned long b) { return b ? gcd(b, a % b) : a; }
+
+// The i-th workgroup to run, as a linear index into the grid: grid order,
+// reversed, or (SHUFFLED) i -> (a i + b) mod n with a coprime to n, a
+// permutation that needs no table however large the grid.
+struct GridOrder {
+    unsigned long n, a, b;
+    Order order;
+};
+
+GridOrder grid_order(unsigned long n) {
+    GridOrder g = {n, 1, 0, E.sched_order.order};
+    if (g.order == SHUFFLED && n > 1) {
+        g.a = 1 + next_random() % n;
+        while (gcd(g.a, n) != 1) g.a = g.a % n + 1;
+        g.b = next_random() % n;
+    }
+    return g;
+}
+
+unsigned long grid_pick(const GridOrder *g, unsigned long i) {
+    if (g->order == DESCENDING) return g->n - 1 - i;
+    if (g->order == SHUFFLED) return (unsigned long)(((unsigned __int128)g->a * i + g->b) % g->n);
+    return i;
 }
 
 char *stack_of(int t) { return E.stacks + (size_t)t * kStack; }
@@ -174,6 +273,11 @@ bool release_waves(void) {
 // Nothing runnable: either every thread waits at the barrier, or it is a bug.
 void resolve_barrier(int at_barrier, int done) {
     if (at_barrier + done == E.nthreads && done == 0) {
+        for (int t = 1; t < E.nthreads; t++)
+            if (E.fibers[t].barrier_site != E.fibers[0].barrier_site) {
+                fail("threads 0 and %d wait at different __syncthreads() calls (a divergent barrier)", t);
+                return;
+            }
         for (int t = 0; t < E.nthreads; t++) E.fibers[t].state = READY;
     } else if (at_barrier + done == E.nthreads) {
         fail("__syncthreads() not reached by all threads: %d of %d threads had exited", done, E.nthreads);
@@ -200,8 +304,9 @@ void run_workgroup(void) {
         E.fibers[t].parity = 0;
     }
     for (;;) {
-        for (int t = 0; t < E.nthreads && !E.failed; t++)
-            if (E.fibers[t].state == READY) run_fiber(t);
+        order_threads();
+        for (int i = 0; i < E.nthreads && !E.failed; i++)
+            if (E.fibers[E.order[i]].state == READY) run_fiber(E.order[i]);
         if (E.failed) return;
         int at_barrier = 0, done = 0;
         for (int t = 0; t < E.nthreads; t++) {
@@ -239,29 +344,35 @@ void kdn_cpu_launch(const char *kernel, dim3 grid, dim3 block, size_t shmem, voi
     if (E.failed) return;  // an earlier error stands until it is taken
     E.kernel = kernel;
     blockIdx.x = blockIdx.y = blockIdx.z = 0;
-    if (!check_launch(grid, block, shmem)) return;
+    read_schedule();
+    if (E.failed || !check_launch(grid, block, shmem)) return;
     E.body = body;
     E.arg = ctx;
     E.nthreads = (int)(block.x * block.y * block.z);
     gridDim = grid;
     blockDim = block;
-    for (unsigned z = 0; z < grid.z; z++)
-        for (unsigned y = 0; y < grid.y; y++)
-            for (unsigned x = 0; x < grid.x; x++) {
-                blockIdx.x = x;
-                blockIdx.y = y;
-                blockIdx.z = z;
-                // Uninitialised LDS reads as NaN, so a kernel that forgets to fill it fails its test.
-                memset(E.lds, 0xff, shmem);
-                run_workgroup();
-                if (E.failed) {
-                    abandon_fibers();
-                    return;
-                }
-            }
+    GridOrder order = grid_order((unsigned long)grid.x * grid.y * grid.z);
+    for (unsigned long i = 0; i < order.n; i++) {
+        unsigned long w = grid_pick(&order, i);
+        blockIdx.x = (unsigned)(w % grid.x);
+        blockIdx.y = (unsigned)(w / grid.x % grid.y);
+        blockIdx.z = (unsigned)(w / grid.x / grid.y);
+        // Uninitialised LDS reads as NaN, so a kernel that forgets to fill it fails its test.
+        memset(E.lds, 0xff, shmem);
+        run_workgroup();
+        if (E.failed) {
+            abandon_fibers();
+            return;
+        }
+    }
 }
 
-void __syncthreads(void) { yield(AT_BARRIER); }
+void kdn_cpu_barrier(int site) {
+    E.fibers[E.cur].barrier_site = site;
+    yield(AT_BARRIER);
+}
+
+int kdn_cpu_set_schedule(const char *name) { return parse_schedule(name, &E.sched_order) ? 0 : -1; }
 
 void *kdn_cpu_dynamic_shared(void) { return E.lds; }
 

@@ -23,7 +23,11 @@ extern dim3 blockDim, gridDim;
 // is exactly one workgroup's LDS at a time.
 #define __shared__ static
 
-void __syncthreads(void);
+// A barrier names its call site (__COUNTER__: one number per textual call in
+// a translation unit, kept when the compiler duplicates the code around it),
+// so the executor sees threads waiting at different barriers.
+void kdn_cpu_barrier(int site);
+#define __syncthreads() kdn_cpu_barrier(__COUNTER__)
 void *kdn_cpu_dynamic_shared(void);
 // Every lane of the calling wave contributes v; returns lane src's value.
 float kdn_cpu_wave_read(float v, int src_lane);
@@ -33,4 +37,8 @@ void kdn_cpu_launch(const char *kernel, dim3 grid, dim3 block, size_t shmem,
                     void (*body)(void *), void *ctx);
 // The first executor error since the last call (NULL if none), then cleared.
 const char *kdn_cpu_take_error(void);
-long kdn_cpu_launch_count(void);  // launches so far, for --bench
+long kdn_cpu_launch_count(void);
+// The thread and workgroup order of later launches (asc, desc, shuffle,
+// shuffle:SEED; simt_cpu.cpp); KDN_CPU_SCHEDULE sets it for a whole run.
+// 0, or -1 (unchanged) for an unknown name.
+int kdn_cpu_set_schedule(const char *name);  // launches so far, for --bench
