@@ -138,6 +138,20 @@ resources:
 resources-check:
 	@tools/gfx906_resources.sh --check $(KERNEL_SRC) > /dev/null && echo "gfx906 resources: no kernel over 64 KB LDS, no scratch, no VGPR spills"
 
+# The gfx906 ISA lens and the MI50 time model (tools/gfx906_isa.py, docs/performance.md):
+#   make isa            per kernel: resources; per loop of the machine code: instruction mix, LDS and
+#                       global loads by width, serialised loads, cross-lane ops, barriers; then the model
+#                       (TSV in build/isa/)
+#   make isa-check      the gates make test runs where hipcc exists
+#   make isa-baseline   rewrite the committed model table (results/gfx906-model.tsv, -loops.tsv)
+.PHONY: isa isa-check isa-baseline
+isa:
+	@python3 tools/gfx906_isa.py report
+isa-check:
+	@python3 tools/gfx906_isa.py check
+isa-baseline:
+	@python3 tools/gfx906_isa.py baseline
+
 include tests/tests.mk
 
 clean:

@@ -78,11 +78,13 @@ static const int kSteps = 2;
 static_assert(kMaxDk % (4 * kSteps) == 0 && kSteps % 2 == 0, "D_k loops run in whole batches");
 
 // p[0..3], of which the first `valid` exist (valid may be <= 0 or >= 4).
-// kVec: p is 16-byte aligned whenever valid >= 4.
+// kVec: p is 16-byte aligned and valid a multiple of 4 (D_k, D_v and every
+// column offset are), so a quad exists whole or not at all: one vector load
+// or zeros, never scalar loads (which made gfx906 serialise the vector ones).
 template <bool kVec>
 __device__ __forceinline__ void load4(const float *p, int valid, float out[4]) {
-    if (kVec && valid >= 4) {
-        kdn_load4(p, out);
+    if (kVec) {
+        kdn_load4_if(p, valid >= 4, out);
         return;
     }
     KDN_UNROLL
@@ -91,8 +93,8 @@ __device__ __forceinline__ void load4(const float *p, int valid, float out[4]) {
 
 template <bool kVec>
 __device__ __forceinline__ void store4(float *p, int valid, const float in[4]) {
-    if (kVec && valid >= 4) {
-        kdn_store4(p, in);
+    if (kVec) {
+        if (valid >= 4) kdn_store4(p, in);
         return;
     }
     KDN_UNROLL

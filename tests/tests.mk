@@ -2,7 +2,8 @@
 # "N passed, N failed" is the summary CI reads):
 #   the harness's unit tests and the executor's error paths (CPU build),
 #   the same under AddressSanitizer, with phases 1-3 of the ladder,
-#   the gfx906 build and its resource limits (where hipcc exists),
+#   the gfx906 build, its resource limits and the ISA gates of
+#   tools/gfx906_isa.py (where hipcc exists),
 #   the command line's exit statuses and determinism (tests/cli.sh),
 #   --dump/--load/--set round trips, read back with numpy (tests/test_tensors.sh),
 #   .github/workflows against the workflow schema (tests/test_workflows.sh),
@@ -59,7 +60,8 @@ test-asan:
 test-gfx906:
 	@if command -v $(HIPCC) >/dev/null 2>&1; then \
 	    $(MAKE) --no-print-directory BACKEND=hip build/hip/test_deltanet && \
-	    $(MAKE) --no-print-directory resources-check; \
+	    $(MAKE) --no-print-directory resources-check && \
+	    $(MAKE) --no-print-directory isa-check; \
 	else echo "hipcc not found: gfx906 build skipped"; fi
 
 test:

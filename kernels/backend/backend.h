@@ -133,12 +133,19 @@ void kdn_launch_refused(const char *kernel, const char *why);
 
 // Four consecutive floats at a 16-byte aligned address: one vector load or
 // store on the GPUs (dwordx4 on gfx906), four scalar ones on the CPU.
+// kdn_load4_if: the four floats when `ok`, zeros otherwise, with no scalar
+// load path: where a vector load and scalar loads could write the same
+// registers, the gfx906 compiler waited for every earlier load (vmcnt(0))
+// before each vector load (issue 13: tools/gfx906_isa.py counts them).
 #if defined(KDN_BACKEND_CPU)
 __device__ __forceinline__ void kdn_load4(const float *p, float out[4]) {
     for (int u = 0; u < 4; u++) out[u] = p[u];
 }
 __device__ __forceinline__ void kdn_store4(float *p, const float in[4]) {
     for (int u = 0; u < 4; u++) p[u] = in[u];
+}
+__device__ __forceinline__ void kdn_load4_if(const float *p, bool ok, float out[4]) {
+    for (int u = 0; u < 4; u++) out[u] = ok ? p[u] : 0.0f;
 }
 #else
 __device__ __forceinline__ void kdn_load4(const float *p, float out[4]) {
@@ -147,5 +154,10 @@ __device__ __forceinline__ void kdn_load4(const float *p, float out[4]) {
 }
 __device__ __forceinline__ void kdn_store4(float *p, const float in[4]) {
     *(float4 *)p = make_float4(in[0], in[1], in[2], in[3]);
+}
+__device__ __forceinline__ void kdn_load4_if(const float *p, bool ok, float out[4]) {
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (ok) v = *(const float4 *)p;
+    out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
 }
 #endif

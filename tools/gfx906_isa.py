@@ -1,0 +1,684 @@
+#!/usr/bin/env python3
+"""The gfx906 ISA lens and the MI50 time model (issue 13).
+
+Builds every kernels/*.cpp for gfx906 (device code only, one code object per
+file), reads the code object's metadata (llvm-readelf --notes) and its
+disassembly (llvm-objdump -d --mcpu=gfx906) and reports, per kernel:
+
+  resources  VGPRs, SGPRs, scratch, LDS (static + the dynamic LDS its launcher
+             passes, from sizeof of the LDS struct, tools/isa_lds_probe.sh)
+             and the waves per SIMD they allow;
+  loops      every loop of the machine code (a backward branch; the body is
+             the address range from its target to the branch): instructions,
+             VALU and FMA counts, LDS reads by width, global loads by width
+             and how many are *serialised* (an s_waitcnt that drains every
+             outstanding load -- vmcnt(0) -- or a load issued earlier in the
+             same iteration stands between the previous memory instruction
+             and the load), cross-lane operations by kind, s_barrier count.
+
+and then the MI50 time model of the product kernels (docs/performance.md,
+"MI50 time model", says every assumption).
+
+  tools/gfx906_isa.py report   [--out DIR]   tables + DIR/isa.tsv, DIR/model.tsv
+  tools/gfx906_isa.py check    [--out DIR]   the gates of make test (see check())
+
+Python 3 standard library only; the tools are hipcc and LLVM's llvm-objdump /
+llvm-readelf (Debian: hipcc pulls in llvm-15). Tool names can be overridden
+with HIPCC, OBJDUMP, READELF.
+"""
+import math
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+TARGET = os.environ.get("GPU_TARGET", "gfx906")
+
+
+def tool(env, *names):
+    if os.environ.get(env):
+        return os.environ[env]
+    for n in names:
+        if shutil.which(n):
+            return n
+    sys.exit("gfx906_isa: none of %s found (set %s)" % (", ".join(names), env))
+
+
+# ---- build ---------------------------------------------------------------------
+def build(src, outdir):
+    """Device-only gfx906 code object of one kernel file (the same flags as
+    the Makefile's HIP build)."""
+    hipcc = tool("HIPCC", "hipcc")
+    co = os.path.join(outdir, os.path.basename(src).replace(".cpp", ".co"))
+    if subprocess.run([hipcc, "-x", "hip", "--offload-arch=" + TARGET, "-O3", "-DKDN_BACKEND_HIP",
+                       "--cuda-device-only", "--no-gpu-bundle-output", "-c", src, "-o", co]).returncode:
+        sys.exit("gfx906_isa: %s does not build for %s" % (os.path.relpath(src, ROOT), TARGET))
+    return co
+
+
+def metadata(co):
+    """name -> {vgpr, sgpr, scratch, lds_static} from the AMDGPU metadata note."""
+    out = subprocess.run([tool("READELF", "llvm-readelf-15", "llvm-readelf"), "--notes", co],
+                         check=True, capture_output=True, text=True).stdout
+    kernels, cur = {}, {}
+    keys = {".vgpr_count": "vgpr", ".sgpr_count": "sgpr", ".private_segment_fixed_size": "scratch",
+            ".group_segment_fixed_size": "lds_static", ".name": "name", ".vgpr_spill_count": "vspill"}
+    for line in out.splitlines():
+        s = line.strip()
+        if s.startswith("- .args:") or s.startswith("amdhsa.target"):
+            if "name" in cur:
+                kernels[cur["name"]] = cur
+            cur = {}
+            continue
+        m = re.match(r"(\.[a-z_]+):\s+(\S+)$", s)
+        if m and m.group(1) in keys:
+            v = m.group(2)
+            cur[keys[m.group(1)]] = v if keys[m.group(1)] == "name" else int(v)
+    if "name" in cur:
+        kernels[cur["name"]] = cur
+    return kernels
+
+
+def demangle(names):
+    if not shutil.which("c++filt"):
+        return {n: n for n in names}
+    out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True).stdout.split("\n")
+    return {n: re.sub(r"\(.*", "", d) for n, d in zip(names, out)}
+
+
+# ---- disassembly ---------------------------------------------------------------
+INSN = re.compile(r"^\s+(\S+)(.*?)\s*//\s*([0-9A-Fa-f]+):")
+FUNC = re.compile(r"^([0-9a-f]+) <(.+)>:$")
+TARGET_OFF = re.compile(r"<[^>+]+\+0x([0-9a-f]+)>")
+
+
+def disassemble(co):
+    """name -> list of (address, mnemonic, operands, branch target or None)."""
+    out = subprocess.run([tool("OBJDUMP", "llvm-objdump-15", "llvm-objdump"), "-d", "--mcpu=" + TARGET, co],
+                         check=True, capture_output=True, text=True).stdout
+    funcs, name, start = {}, None, 0
+    for line in out.splitlines():
+        m = FUNC.match(line)
+        if m:
+            name, start = m.group(2), int(m.group(1), 16)
+            funcs[name] = []
+            continue
+        m = INSN.match(line)
+        if not m or name is None:
+            continue
+        mnem, ops, addr = m.group(1), m.group(2).strip(), int(m.group(3), 16)
+        tgt = None
+        if mnem.startswith("s_branch") or mnem.startswith("s_cbranch"):
+            t = TARGET_OFF.search(line)
+            if t:
+                tgt = start + int(t.group(1), 16)
+        funcs[name].append((addr, mnem, ops, tgt))
+    return funcs
+
+
+FMA = re.compile(r"^v_(fma|fmac|mac|mad|pk_fma|dot2)_")
+GLOBAL_LOAD = re.compile(r"^(global|buffer|flat)_load_(dword(x[234])?|ubyte|sbyte|ushort|sshort|short_d16\w*)")
+VMEM = re.compile(r"^(global|buffer|flat)_(load|store|atomic)")
+LDS_READ_BYTES = {"ds_read_b32": 4, "ds_read_b64": 8, "ds_read_b96": 12, "ds_read_b128": 16, "ds_read2_b32": 8,
+                  "ds_read2st64_b32": 8, "ds_read2_b64": 16, "ds_read2st64_b64": 16, "ds_read_u8": 1,
+                  "ds_read_u16": 2, "ds_read_i8": 1, "ds_read_i16": 2}
+GLOBAL_BYTES = {"dword": 4, "dwordx2": 8, "dwordx3": 12, "dwordx4": 16}
+DPP = re.compile(r"\b(quad_perm|row_shl|row_shr|row_ror|row_mirror|row_half_mirror|row_bcast|wave_sh[lr]|wave_ro[lr])")
+
+
+def vmcnt(ops):
+    m = re.search(r"vmcnt\((\d+)\)", ops)
+    return int(m.group(1)) if m else None
+
+
+def lgkmcnt(ops):
+    m = re.search(r"lgkmcnt\((\d+)\)", ops)
+    return int(m.group(1)) if m else None
+
+
+def loop_stats(body):
+    """Counts of one loop body (a list of instructions in address order).
+    A global load is serialised when right before it (only scalar
+    instructions in between) an s_waitcnt waits for vmcnt(0) or for a memory
+    operation issued earlier in the same iteration: the load is issued only
+    after every earlier load has returned, so their latencies add up.
+    vm_drains / lds_drains count the waits for a global / LDS (or scalar
+    memory) operation of the same iteration: each exposes one latency."""
+    st = {"insts": len(body), "valu": 0, "fma": 0, "salu": 0, "lds_read_B": 0, "barrier": 0,
+          "dpp": 0, "swizzle": 0, "bpermute": 0, "readlane": 0, "serial16": 0, "serial": 0,
+          "vm_drains": 0, "lds_drains": 0}
+    for w in (4, 8, 12, 16):
+        st["gload%d" % w] = 0
+    for w in (4, 8, 16):
+        st["lds%d" % w] = 0
+    pending, lds_pending, drained = 0, 0, False
+    for _, mnem, ops, _ in body:
+        if mnem.startswith("v_"):
+            st["valu"] += 1
+            if FMA.match(mnem):
+                st["fma"] += 1
+            if mnem.startswith("v_readlane") or mnem.startswith("v_readfirstlane") or mnem.startswith("v_writelane"):
+                st["readlane"] += 1
+            if DPP.search(ops):
+                st["dpp"] += 1
+        elif mnem.startswith("s_"):
+            st["salu"] += 1
+        if mnem == "s_barrier":
+            st["barrier"] += 1
+        elif mnem == "ds_swizzle_b32":
+            st["swizzle"] += 1
+        elif mnem in ("ds_bpermute_b32", "ds_permute_b32"):
+            st["bpermute"] += 1
+        elif mnem in LDS_READ_BYTES:
+            b = LDS_READ_BYTES[mnem]
+            st["lds_read_B"] += b
+            k = "lds%d" % (16 if b > 8 else 8 if b > 4 else 4)
+            st[k] += 1
+        if mnem == "s_waitcnt":
+            n = vmcnt(ops)
+            if n is not None and (n == 0 or n < pending):
+                drained = True
+            if n is not None and n < pending:
+                st["vm_drains"] += 1  # waits for a load of this very iteration: a memory latency exposed
+            n = lgkmcnt(ops)
+            if n is not None and n < lds_pending:
+                st["lds_drains"] += 1
+        if mnem.startswith("ds_") or mnem.startswith("s_load") or mnem.startswith("s_buffer_load"):
+            lds_pending += 1  # lgkmcnt counts LDS and scalar-memory operations
+        elif not mnem.startswith("s_") and not VMEM.match(mnem):
+            drained = False  # the wait served this consumer, not the next load
+        m = GLOBAL_LOAD.match(mnem)
+        if m:
+            width = GLOBAL_BYTES.get(m.group(2), 4)
+            st["gload%d" % width] += 1
+            if drained:
+                st["serial"] += 1
+                if width == 16:
+                    st["serial16"] += 1
+        if VMEM.match(mnem):
+            pending += 1
+            drained = False
+    return st
+
+
+def find_loops(insts):
+    """Natural loops of the control-flow graph: a branch to a block that
+    dominates it is a back edge; the loop is its header and every block that
+    reaches the branch without passing the header (back edges to one header
+    make one loop). A block skipped over by a backward s_cbranch_execz is
+    not a loop unless the branch's target dominates it. Innermost loops
+    (containing no other loop) are flagged: they are where the time goes."""
+    if not insts:
+        return []
+    index = {x[0]: i for i, x in enumerate(insts)}
+    leaders = {0}
+    for i, (addr, mnem, _, tgt) in enumerate(insts):
+        if tgt is not None:
+            leaders.add(index[tgt])
+            leaders.add(i + 1)
+        elif mnem == "s_endpgm":
+            leaders.add(i + 1)
+    starts = sorted(l for l in leaders if l < len(insts))
+    block_of = {}
+    blocks = []
+    for n, s0 in enumerate(starts):
+        e = (starts[n + 1] if n + 1 < len(starts) else len(insts)) - 1
+        blocks.append((s0, e))
+        for i in range(s0, e + 1):
+            block_of[i] = n
+    succ = [[] for _ in blocks]
+    for n, (s0, e) in enumerate(blocks):
+        _, mnem, _, tgt = insts[e]
+        if tgt is not None:
+            succ[n].append(block_of[index[tgt]])
+        if mnem != "s_endpgm" and not mnem.startswith("s_branch") and e + 1 < len(insts):
+            succ[n].append(block_of[e + 1])
+    pred = [[] for _ in blocks]
+    for n, ss in enumerate(succ):
+        for m in ss:
+            pred[m].append(n)
+    # dominators, iteratively (blocks in address order; entry = block 0)
+    every = set(range(len(blocks)))
+    dom = [every for _ in blocks]
+    dom[0] = {0}
+    changed = True
+    while changed:
+        changed = False
+        for n in range(1, len(blocks)):
+            ps = [dom[p] for p in pred[n]]
+            d = set.intersection(*ps) | {n} if ps else {n}
+            if d != dom[n]:
+                dom[n], changed = d, True
+    bodies = {}
+    for n in range(len(blocks)):
+        for h in succ[n]:
+            if h in dom[n]:  # back edge n -> h
+                body, work = bodies.setdefault(h, {h}), [n]
+                while work:
+                    x = work.pop()
+                    if x not in body:
+                        body.add(x)
+                        work.extend(pred[x])
+    out = []
+    heads = sorted(bodies)
+    for k, h in enumerate(heads):
+        body = bodies[h]
+        inner = not any(bodies[o] < body for o in heads if o != h)
+        depth = sum(1 for o in heads if o != h and body < bodies[o])
+        code = [insts[i] for b in sorted(body) for i in range(blocks[b][0], blocks[b][1] + 1)]
+        st = loop_stats(code)
+        st.update(index=k, start=insts[blocks[h][0]][0], end=max(insts[blocks[b][1]][0] for b in body),
+                  inner=inner, depth=depth)
+        out.append(st)
+    return out
+
+
+# ---- resources -----------------------------------------------------------------
+def waves_per_simd(vgpr, sgpr, lds, wg_threads):
+    """gfx906: 256 VGPRs per lane (granule 4) and 800 SGPRs (granule 16) per
+    SIMD, at most 10 waves per SIMD, 64 KB of LDS per CU shared by the
+    workgroups on it, a workgroup's waves spread over the 4 SIMDs."""
+    by_v = 256 // max(4, -(-vgpr // 4) * 4)
+    by_s = 800 // max(16, -(-sgpr // 16) * 16)
+    waves_per_wg_per_simd = max(1, -(-wg_threads // 64) // 4)
+    by_lds = (65536 // lds) * waves_per_wg_per_simd if lds else 10
+    return min(10, by_v, by_s, by_lds)
+
+
+LDS_PROBE = {  # kernel -> the struct its launcher passes as dynamic LDS (sizeof at the instantiated C)
+    "kernel_intra_chunk_fused": "IntraLds",
+    "kernel_state_chunks_fused": "StateLds",
+    "kernel_deltanet_fused": "FusedLds",
+}
+
+
+def dynamic_lds(src, names, outdir):
+    """sizeof of the LDS structs of the dynamic-LDS kernels of one file: a
+    host program that includes the kernel file (CPU backend) prints them."""
+    want = []
+    for n in names:
+        m = re.match(r"_Z(\d+)", n)
+        if not m:
+            continue
+        kname = n[len(m.group(0)):len(m.group(0)) + int(m.group(1))]
+        c = re.search(r"ILi(\d+)E", n)
+        if kname in LDS_PROBE and c:
+            want.append((n, "%s<%s>" % (LDS_PROBE[kname], c.group(1))))
+    if not want:
+        return {}
+    prog = os.path.join(outdir, "lds_probe_%s.cpp" % os.path.basename(src)[:-4])
+    with open(prog, "w") as f:
+        f.write('#include "%s"\n#include <cstdio>\nint main() {\n' % os.path.abspath(src))
+        for n, expr in want:
+            f.write('    printf("%s %%zu\\n", sizeof(%s));\n' % (n, expr))
+        f.write("}\n")
+    exe = prog[:-4]
+    cxx = os.environ.get("CXX", "g++")
+    subprocess.run([cxx, "-std=c++17", "-DKDN_BACKEND_CPU", "-I" + ROOT, prog,
+                    os.path.join(ROOT, "kernels/backend/simt_cpu.cpp"),
+                    os.path.join(ROOT, "kernels/backend/runtime_cpu.cpp"), "-o", exe], check=True)
+    out = subprocess.run([exe], check=True, capture_output=True, text=True).stdout
+    return {a: int(b) for a, b in (l.split() for l in out.splitlines())}
+
+
+WG_THREADS = {"kernel_intra_chunk_fused": 256, "kernel_state_chunks_fused": 256, "kernel_deltanet_recurrent": 256,
+              "kernel_deltanet_fused": 256}
+
+
+def analyse(outdir):
+    os.makedirs(outdir, exist_ok=True)
+    srcs = sorted(os.path.join(ROOT, "kernels", f) for f in os.listdir(os.path.join(ROOT, "kernels"))
+                  if f.endswith(".cpp"))
+    kernels = []
+    for src in srcs:
+        co = build(src, outdir)
+        meta = metadata(co)
+        code = disassemble(co)
+        dyn = dynamic_lds(src, list(meta), outdir)
+        pretty = demangle(list(meta))
+        for name, md in meta.items():
+            short = re.sub(r"<.*", "", pretty[name])
+            lds = md.get("lds_static", 0) + dyn.get(name, 0)
+            threads = WG_THREADS.get(short, 256)
+            k = dict(file=os.path.relpath(src, ROOT), name=name, pretty=pretty[name], short=short,
+                     vgpr=md["vgpr"], sgpr=md["sgpr"], scratch=md.get("scratch", 0), lds=lds,
+                     waves=waves_per_simd(md["vgpr"], md["sgpr"], lds, threads), threads=threads,
+                     loops=find_loops(code.get(name, [])), total=loop_stats(code.get(name, [])))
+            kernels.append(k)
+    return kernels
+
+
+LOOP_COLS = ["insts", "valu", "fma", "salu", "lds4", "lds8", "lds16", "lds_read_B", "gload4", "gload8",
+             "gload16", "serial", "serial16", "vm_drains", "lds_drains", "dpp", "swizzle", "bpermute", "readlane",
+             "barrier"]
+
+
+def write_isa_tsv(kernels, path):
+    with open(path, "w") as f:
+        f.write("\t".join(["kernel", "vgpr", "sgpr", "scratch", "lds", "waves_simd", "loop", "inner", "depth",
+                           "range"] + LOOP_COLS) + "\n")
+        for k in kernels:
+            rows = [("all", "", "", "", k["total"])] + [
+                (str(l["index"]), "1" if l["inner"] else "0", str(l["depth"]),
+                 "%x-%x" % (l["start"], l["end"]), l) for l in k["loops"]]
+            for loop, inner, depth, rng, st in rows:
+                f.write("\t".join([k["pretty"].replace(" ", ""), str(k["vgpr"]), str(k["sgpr"]), str(k["scratch"]),
+                                   str(k["lds"]), str(k["waves"]), loop, inner, depth, rng] +
+                                  [str(st[c]) for c in LOOP_COLS]) + "\n")
+
+
+def print_isa(kernels):
+    print("gfx906 ISA lens (hipcc -O3 --offload-arch=%s; loops = backward branches, * = innermost)" % TARGET)
+    print("%-52s %5s %5s %7s %7s %5s" % ("kernel", "VGPR", "SGPR", "scratch", "LDS B", "w/SIMD"))
+    for k in kernels:
+        print("%-52s %5d %5d %7d %7d %5d" % (k["pretty"][:52], k["vgpr"], k["sgpr"], k["scratch"], k["lds"],
+                                             k["waves"]))
+    hdr = ("loop", "insts", "VALU", "FMA", "ds_rd 4/8/16 B", "gld 4/8/16 B", "serial(16B)", "dpp/swz/bperm/rdl",
+           "bar")
+    for k in kernels:
+        if not k["loops"]:
+            continue
+        print("\n%s" % k["pretty"])
+        print("  %-14s %6s %6s %6s %15s %14s %12s %18s %4s" % hdr)
+        for l in k["loops"]:
+            print("  %-14s %6d %6d %6d %15s %14s %12s %18s %4d" % (
+                "%d%s %x" % (l["index"], "*" if l["inner"] else " ", l["start"]), l["insts"], l["valu"], l["fma"],
+                "%d/%d/%d" % (l["lds4"], l["lds8"], l["lds16"]),
+                "%d/%d/%d" % (l["gload4"], l["gload8"], l["gload16"]),
+                "%d(%d)" % (l["serial"], l["serial16"]),
+                "%d/%d/%d/%d" % (l["dpp"], l["swizzle"], l["bpermute"], l["readlane"]), l["barrier"]))
+
+
+
+# ---- the MI50 time model -------------------------------------------------------
+# Every number here is an assumption, documented in docs/performance.md ("MI50
+# time model"). It is a model: static instruction counts, no caches modelled
+# beyond "shared inputs come from L2", no memory-controller or clock effects.
+CUS = 60                # MI50: 60 CUs, 4 SIMD16 each
+SIMDS = 4
+CLOCK = 1.725e9         # boost clock, Hz
+VALU_CYCLES = 4         # a wave64 VALU instruction occupies a SIMD16 for 4 cycles
+OTHER_CYCLES = 1        # SALU, LDS, memory and branch instructions: one issue cycle each
+LDS_BYTES_PER_CLK = 128 # per CU
+HBM_BYTES_PER_S = 0.8e12    # 80 % of the 1024 GB/s peak, what streaming kernels reach
+LAT_GLOBAL = 500        # cycles a wave waits for a global load (L2 hits ~300, HBM ~700: a mix)
+LAT_LDS = 64            # cycles for an LDS read to return
+PEAK_FLOPS = 13.4e12    # roofline: fp32 FMA peak (60 CUs x 64 lanes x 2 x 1.725 GHz)
+PEAK_BYTES = 1.024e12   # roofline: HBM2 peak
+LAUNCH_S = 0.0          # launch overhead is not modelled (a few us per launch on ROCm)
+
+# Qwen3-Next's Delta-Net: 16 key heads, 32 value heads of 128 x 128, chunk 64.
+H_K, H_V, D_K, D_V, CHUNK = 16, 32, 128, 128, 64
+
+
+def work_intra(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
+    """kernel_intra_chunk_fused: (workgroups, lane FMAs per workgroup, HBM bytes)."""
+    nt = C // 4
+    tiles = (2 * nt * (nt - 1) // 2 + 2 * nt) * 16 * Dk                       # phase c: A, P, the diagonal both
+    inv = C * 16 * 15 // 2 // 16 * 16                                          # phase d: 16 x 16 diagonal blocks
+    for I in range(1, C // 16):
+        cols = 16 * I
+        inv += 16 * sum(cols - j for j in range(cols)) + 16 * cols * 17 // 2     # A_I,<I Tinv_<I, then Tinv_II (.)
+    rw = C // 8
+    wy = 2 * sum(rw * (g * rw + rw) * 4 for g in range(8)) * (Dv // 4)         # U and W: Tinv is lower triangular
+    wg = -(-T // C) * H_V * B
+    qk_bytes = 2 * T * B * H_K * Dk * 4                                         # q, k once (shared by 2 value heads)
+    per_chunk_out = (C + 2 * C * C + C * Dv + C * Dk) * 4                       # gamma, Tinv, P, U, W
+    bytes_ = qk_bytes + T * B * H_V * (Dv + 2) * 4 + wg * per_chunk_out
+    return wg, tiles + inv + wy, bytes_
+
+
+def work_state(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
+    """kernel_state_chunks_fused: a workgroup per 32 state columns of a head."""
+    chunks = -(-T // C)
+    per_chunk = 2 * C * Dk * 32 + C * (C // 2 + 4) * 32 + C * Dk * 32          # G1 ([W; Q] S), G2 (P V_new), G3
+    wg = -(-Dv // 32) * H_V * B
+    heads = H_V * B
+    bytes_ = (heads * chunks * (C * Dk + C * C + C * Dv + C * Dv + C) * 4      # W, P, U, o, gamma
+              + 2 * T * B * H_K * Dk * 4                                        # q, k from L2 after the first read
+              + 2 * heads * Dk * Dv * 4)                                        # the state in and out
+    return wg, chunks * per_chunk, bytes_
+
+
+def work_recurrent(T, B, Dk=D_K, Dv=D_V):
+    """kernel_deltanet_recurrent: a workgroup per 16 state columns of a head."""
+    wg = -(-Dv // 16) * H_V * B
+    heads = H_V * B
+    bytes_ = 2 * heads * Dk * Dv * 4 + T * B * (2 * H_K * Dk + H_V * (2 * Dv + 2)) * 4
+    return wg, T * 3 * Dk * 16, bytes_
+
+
+# kernel (short name, template arguments), waves/SIMD it is designed for, work function. The recurrent
+# kernel is its decode instantiation: scalar gate, no snapshots in the loop (D_k = 128: R = 8, full rows).
+PRODUCT = [("kernel_intra_chunk_fused", "64, true", 2, work_intra),
+           ("kernel_state_chunks_fused", "64, true", 2, work_state),
+           ("kernel_deltanet_recurrent", "8, true, false, false", 4, work_recurrent)]
+SHAPES = [("prefill", 1024, 1), ("prefill", 1024, 4), ("prefill", 4096, 1), ("prefill", 4096, 4),
+          ("prefill", 16384, 1), ("prefill", 16384, 4), ("decode", 1, 1), ("decode", 1, 4), ("decode", 1, 128)]
+
+
+def product_kernels(kernels):
+    found = []
+    for short, args, waves, work in PRODUCT:
+        k = next((k for k in kernels if k["short"].endswith(short) and ("<" + args) in k["pretty"]), None)
+        if k is None:
+            sys.exit("gfx906_isa: product kernel %s<%s> not found in the code objects" % (short, args))
+        found.append((k, waves, work))
+    return found
+
+
+def loop_costs(k):
+    """Per-FMA costs of a kernel from its innermost loops that do FMAs, each
+    weighted by its static FMA count (assumption: a loop's share of the
+    kernel's dynamic FMAs is its share of the static ones)."""
+    loops = [l for l in k["loops"] if l["inner"] and l["fma"] > 0]
+    fma = sum(l["fma"] for l in loops)
+    if fma == 0:
+        return None
+    issue = sum(VALU_CYCLES * l["valu"] + OTHER_CYCLES * (l["insts"] - l["valu"]) for l in loops) / fma
+    latency = sum(LAT_GLOBAL * l["vm_drains"] + LAT_LDS * l["lds_drains"] for l in loops) / fma
+    lds = sum(l["lds_read_B"] for l in loops) * 64 / fma  # LDS bytes per wave FMA instruction
+    return dict(issue=issue, latency=latency, lds=lds, loops=loops)
+
+
+def model_row(k, work, T, B):
+    """One kernel at one shape. Workgroups run in rounds of `slots` (60 CUs x
+    the workgroups a CU holds); in a round, the waves sharing a SIMD take the
+    larger of their summed issue time and one wave's chain of issue plus
+    exposed latencies; a CU's LDS serves 128 B per clock; the kernel takes
+    the larger of its rounds' time and its HBM bytes at 0.8 TB/s."""
+    wg, lane_fmas, hbm = work(T, B)
+    waves_per_wg = k["threads"] // 64
+    wg_per_cu = max(1, k["waves"] * SIMDS // waves_per_wg)
+    slots = CUS * wg_per_cu
+    full, rest = divmod(wg, slots)
+    c = loop_costs(k)
+    fw = lane_fmas / 64 / waves_per_wg          # FMA instructions per wave
+    issue, chain = fw * c["issue"], fw * (c["issue"] + c["latency"])
+
+    def round_parts(n):  # cycles of a round of n workgroups: issue, latency, LDS
+        per_cu = -(-n // CUS)
+        resident = max(1.0, per_cu * waves_per_wg / SIMDS)
+        return resident * issue, chain, per_cu * fw * waves_per_wg * c["lds"] / LDS_BYTES_PER_CLK
+
+    parts = [full * x for x in round_parts(slots)]
+    if rest:
+        parts = [x + y for x, y in zip(parts, round_parts(rest))]
+    per_round = [max(round_parts(slots))] * full + ([max(round_parts(rest))] if rest else [])
+    compute_s = sum(per_round) / CLOCK
+    memory_s = hbm / HBM_BYTES_PER_S
+    est = max(compute_s, memory_s) + LAUNCH_S
+    named = dict(zip(("issue", "latency", "LDS"), parts))
+    bind = "memory" if memory_s >= compute_s else max(named, key=named.get)
+    roof = max(2.0 * lane_fmas * wg / PEAK_FLOPS, hbm / PEAK_BYTES)
+    us = lambda cycles: cycles / CLOCK * 1e6
+    return dict(wg=wg, slots=slots, rounds=full + (1 if rest else 0), fill=wg / ((full + (1 if rest else 0)) * slots),
+                est_us=est * 1e6, bind=bind, roof_us=roof * 1e6, issue_us=us(parts[0]), latency_us=us(parts[1]),
+                lds_us=us(parts[2]), mem_us=memory_s * 1e6)
+
+
+def model(kernels):
+    rows = []
+    for k, _, work in product_kernels(kernels):
+        name = k["short"].replace("void ", "")
+        for phase, T, B in SHAPES:
+            if (phase == "decode") != (name == "kernel_deltanet_recurrent") and not (
+                    phase == "prefill" and name == "kernel_deltanet_recurrent"):
+                continue
+            r = model_row(k, work, T, B)
+            r.update(kernel=name, phase=phase, T=T, B=B)
+            rows.append(r)
+    return rows
+
+
+MODEL_COLS = ["kernel", "phase", "T", "B", "wg", "slots", "rounds", "fill", "issue_us", "latency_us", "lds_us",
+              "mem_us", "est_us", "bind", "roof_us"]
+
+
+def fmt(v):
+    return "%.1f" % v if isinstance(v, float) else str(v)
+
+
+def write_model_tsv(rows, path):
+    with open(path, "w") as f:
+        f.write("\t".join(MODEL_COLS) + "\n")
+        for r in rows:
+            f.write("\t".join(fmt(round(r[c], 2)) if isinstance(r[c], float) else str(r[c]) for c in MODEL_COLS)
+                    + "\n")
+
+
+def print_model(rows):
+    print("\nMI50 time model (a model, not a measurement: docs/performance.md says what it assumes; expect 1.5-2x off)")
+    print("%-27s %-7s %6s %3s %6s %5s %6s %5s %9s %9s %9s %9s %9s %-8s %9s %6s" % (
+        "kernel", "call", "T", "B", "wg", "slots", "rounds", "fill", "issue us", "latency", "LDS us", "memory",
+        "est us", "binding", "roofline", "x roof"))
+    for r in rows:
+        print("%-27s %-7s %6d %3d %6d %5d %6d %5.2f %9.1f %9.1f %9.1f %9.1f %9.1f %-8s %9.1f %6.2f" % (
+            r["kernel"], r["phase"], r["T"], r["B"], r["wg"], r["slots"], r["rounds"], r["fill"], r["issue_us"],
+            r["latency_us"], r["lds_us"], r["mem_us"], r["est_us"], r["bind"], r["roof_us"],
+            r["est_us"] / r["roof_us"]))
+    two = {}
+    for r in rows:
+        if r["kernel"] != "kernel_deltanet_recurrent":
+            e = two.setdefault((r["T"], r["B"]), [0.0, 0.0])
+            e[0] += r["est_us"]
+            e[1] += r["roof_us"]
+    for (T, B), (est, roof) in sorted(two.items()):
+        print("two-launch prefill T=%-6d B=%d: %9.1f us modelled, roofline %8.1f us (%.2fx)" % (T, B, est, roof,
+                                                                                               est / roof))
+
+
+
+# ---- gates (make test, where hipcc exists) ---------------------------------------
+MODEL_TABLE = os.path.join(ROOT, "results/gfx906-model.tsv")
+LOOP_TABLE = os.path.join(ROOT, "results/gfx906-loops.tsv")
+REGRESSION = 1.10
+
+
+def loop_cost(l):
+    """Cycles of one iteration of a loop for one wave: issue plus the latencies its waits expose."""
+    return (VALU_CYCLES * l["valu"] + OTHER_CYCLES * (l["insts"] - l["valu"]) + LAT_GLOBAL * l["vm_drains"]
+            + LAT_LDS * l["lds_drains"])
+
+
+def write_loop_table(kernels, path):
+    with open(path, "w") as f:
+        f.write("kernel\tloop\tinner\tinsts\tvalu\tfma\tserial16\tvm_drains\tlds_drains\tcycles\n")
+        for k, _, _ in product_kernels(kernels):
+            for l in k["loops"]:
+                f.write("%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n" % (
+                    k["short"].replace("void ", ""), l["index"], l["inner"], l["insts"], l["valu"], l["fma"],
+                    l["serial16"], l["vm_drains"], l["lds_drains"], loop_cost(l)))
+
+
+def read_tsv(path):
+    with open(path) as f:
+        head = f.readline().rstrip("\n").split("\t")
+        return [dict(zip(head, line.rstrip("\n").split("\t"))) for line in f if line.strip()]
+
+
+def worst_loop(k, old_loops):
+    """The loop of k whose iteration cost grew most against the committed table."""
+    name = k["short"].replace("void ", "")
+    old = {int(r["loop"]): int(r["cycles"]) for r in old_loops if r["kernel"] == name}
+    best, grow = None, -1
+    for l in k["loops"]:
+        if not (l["inner"] and l["fma"]):
+            continue
+        g = loop_cost(l) - old.get(l["index"], 0)
+        if g > grow:
+            best, grow = l, g
+    if best is None:
+        return "no FMA loop"
+    return "loop %d at 0x%x (%d -> %d cycles per iteration)" % (
+        best["index"], best["start"], old.get(best["index"], 0), loop_cost(best))
+
+
+def check(kernels, rows):
+    """The gates: every kernel without scratch and within 64 KB of LDS; each
+    product kernel at its designed waves per SIMD, with no serialised 16-byte
+    global load in any loop; no product kernel's modelled time more than 10 %
+    over the committed table (results/gfx906-model.tsv; make isa-baseline
+    rewrites it with results/gfx906-loops.tsv). Returns the failures."""
+    fails = []
+    for k in kernels:
+        if k["scratch"]:
+            fails.append("%s: %d B of scratch per lane (gfx906 product kernels use none)" % (k["pretty"], k["scratch"]))
+        if k["lds"] > 65536:
+            fails.append("%s: %d B of LDS (> 64 KB)" % (k["pretty"], k["lds"]))
+    for k, waves, _ in product_kernels(kernels):
+        if k["waves"] < waves:
+            fails.append("%s: %d waves per SIMD (%d VGPRs, %d B LDS), designed for %d" % (
+                k["pretty"], k["waves"], k["vgpr"], k["lds"], waves))
+        for l in k["loops"]:
+            if l["serial16"]:
+                fails.append("%s: loop %d at 0x%x issues %d of its %d 16-byte loads right after a wait that drains "
+                             "the earlier loads" % (k["pretty"], l["index"], l["start"], l["serial16"], l["gload16"]))
+    old = {(r["kernel"], r["phase"], r["T"], r["B"]): float(r["est_us"]) for r in read_tsv(MODEL_TABLE)}
+    old_loops = read_tsv(LOOP_TABLE)
+    by_name = {k["short"].replace("void ", ""): k for k, _, _ in product_kernels(kernels)}
+    for r in rows:
+        key = (r["kernel"], r["phase"], str(r["T"]), str(r["B"]))
+        if key not in old:
+            fails.append("%s %s T=%d B=%d: not in %s (make isa-baseline)" % (r["kernel"], r["phase"], r["T"], r["B"],
+                                                                             os.path.relpath(MODEL_TABLE, ROOT)))
+        elif r["est_us"] > REGRESSION * old[key]:
+            fails.append("%s %s T=%d B=%d: modelled %.1f us, %.0f %% over the committed %.1f us; %s" % (
+                r["kernel"], r["phase"], r["T"], r["B"], r["est_us"], 100 * (r["est_us"] / old[key] - 1), old[key],
+                worst_loop(by_name[r["kernel"]], old_loops)))
+    return fails
+
+
+def main(argv):
+    cmd = argv[1] if len(argv) > 1 else "report"
+    if cmd not in ("report", "check", "baseline"):
+        sys.exit("usage: tools/gfx906_isa.py [report|check|baseline]")
+    out = os.path.join(ROOT, "build/isa")
+    ks = analyse(out)
+    write_isa_tsv(ks, os.path.join(out, "isa.tsv"))
+    rows = model(ks)
+    write_model_tsv(rows, os.path.join(out, "model.tsv"))
+    if cmd == "report":
+        print_isa(ks)
+        print_model(rows)
+        print("\nTSV: build/isa/isa.tsv (every kernel and loop), build/isa/model.tsv (the model)")
+    elif cmd == "baseline":
+        write_model_tsv(rows, MODEL_TABLE)
+        write_loop_table(ks, LOOP_TABLE)
+        print("wrote %s and %s" % (os.path.relpath(MODEL_TABLE, ROOT), os.path.relpath(LOOP_TABLE, ROOT)))
+    else:
+        fails = check(ks, rows)
+        for f in fails:
+            print("gfx906 gate: " + f, file=sys.stderr)
+        if fails:
+            return 1
+        print("gfx906 ISA gates: %d kernels without scratch and within 64 KB of LDS; product kernels at their "
+              "waves per SIMD, no serialised 16-byte loads in their loops, modelled times within %d %% of %s" % (
+                  len(ks), round(100 * (REGRESSION - 1)), os.path.relpath(MODEL_TABLE, ROOT)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
