@@ -78,7 +78,7 @@ typedef struct {
 static Case make_case(Ctx *c, const Shape *sh) {
     Case k;
     memset(&k, 0, sizeof k);
-    k.S = sh->D_v, k.H_k = sh->H_k, k.H_v = sh->H_v, k.T = sh->T, k.B = sh->n_seqs;
+    k.S = sh->D_v, /* --set D_v sets S (S_k = S_v) */ k.H_k = sh->H_k, k.H_v = sh->H_v, k.T = sh->T, k.B = sh->n_seqs;
     k.kda = (sh->m & GDN_KDA) != 0, k.K = GDN_K(sh);
     int perm = (sh->m & GDN_PERMUTED) != 0;
     size_t tok = (size_t)k.T * k.B;
@@ -200,7 +200,7 @@ static void t_gdn(const Test *t, Ctx *c) {
     set_shape_desc(c, "S=%d Hk=%d Hv=%d T=%d B=%d gate=%s K=%d %s map=%s C=%d path=%s nmse_o=%.1e nmse_s=%.1e", k.S,
                    k.H_k, k.H_v, k.T, k.B, k.kda ? "kda" : "scalar", k.K,
                    (sh->m & GDN_PERMUTED) ? "permuted" : "contiguous", sh->head_map == HEAD_MAP_BLOCK ? "block" : "tiled",
-                   sh->chunk ? sh->chunk : 64, path_name(path), e_o, e_s);
+                   sh->chunk, path_name(path), e_o, e_s);
 }
 
 /* ---- bad calls -------------------------------------------------------- */
@@ -313,8 +313,10 @@ static void t_gdn_bad_calls(const Test *t, Ctx *c) {
                    k.H_k, k.H_v, k.T, k.B);
 }
 
-/* S_v, H_k, H_v, T, n_seqs, then the extras. */
-#define GDN(S_, Hk, Hv, T_, B_) .D_k = S_, .D_v = S_, .H_k = Hk, .H_v = Hv, .T = T_, .n_seqs = B_
+/* S_v, H_k, H_v, T, n_seqs (chunk C), then the extras; a chunk size makes the
+ * row take --set like the other Delta-Net rows. */
+#define GDNC(S_, Hk, Hv, T_, B_, C_) .D_k = S_, .D_v = S_, .H_k = Hk, .H_v = Hv, .T = T_, .n_seqs = B_, .chunk = C_
+#define GDN(S_, Hk, Hv, T_, B_) GDNC(S_, Hk, Hv, T_, B_, 64)
 #define KDA .m = GDN_KDA
 #define PERM .m = GDN_PERMUTED
 #define KDA_PERM .m = GDN_KDA | GDN_PERMUTED
@@ -334,7 +336,7 @@ static const Test tests[] = {
     /* the chunked path: q scale and gathers of permuted views, both chunk sizes */
     {8, "gdn_T64_chunked", "library", TOL_GDN, {GDN(128, 2, 4, 64, 1), SNAP(1), PATH(KDN_PATH_CHUNKED)}, t_gdn},
     {8, "gdn_T33_c32_perm", "library", TOL_GDN,
-     {GDN(64, 2, 6, 33, 1), PERM, SNAP(1), PATH(KDN_PATH_CHUNKED), .chunk = 32}, t_gdn},
+     {GDNC(64, 2, 6, 33, 1, 32), PERM, SNAP(1), PATH(KDN_PATH_CHUNKED)}, t_gdn},
     {8, "gdn_T127_perm_block", "library", TOL_GDN,
      {GDN(32, 2, 4, 127, 3), PERM, SNAP(1), .head_map = HEAD_MAP_BLOCK, PATH(KDN_PATH_CHUNKED)}, t_gdn},
     {8, "gdn_T200_auto_perm", "library", TOL_GDN, {GDN(64, 4, 8, 200, 1), PERM, SNAP(1)}, t_gdn},
