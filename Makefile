@@ -41,10 +41,11 @@ endif
 
 BUILD := build/$(BACKEND)
 # What a C program linking the static libkdn also needs (kdn.pc's Libs).
+HIP_PATH  ?= /opt/rocm
+CUDA_PATH ?= /usr/local/cuda
 LIB_DEPS_cpu  := -lstdc++ -lm -lpthread
 LIB_DEPS_hip  := -L$(HIP_PATH)/lib -lamdhip64 -lstdc++ -lm
-LIB_DEPS_cuda := -lcudart -lstdc++ -lm
-HIP_PATH ?= /opt/rocm
+LIB_DEPS_cuda := -L$(CUDA_PATH)/lib64 -lcudart -lstdc++ -lm
 LIB_DEPS := $(LIB_DEPS_$(BACKEND))
 ifeq ($(SANITIZE),1)
   ifneq ($(BACKEND),cpu)
