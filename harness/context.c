@@ -50,6 +50,16 @@ void test_skip(Ctx *c, const char *fmt, ...) {
     c->skipped = true;
 }
 
+void test_error(Ctx *c, const char *fmt, ...) {
+    char why[sizeof c->msg];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(why, sizeof why, fmt, ap);
+    va_end(ap);
+    test_fail(c, "%s", why);
+    c->errored = true;
+}
+
 int test_failed(const Ctx *c) { return c->failed; }
 
 void set_shape_desc(Ctx *c, const char *fmt, ...) {

@@ -63,6 +63,7 @@ struct Ctx {
     int n_bench;
     bool failed;
     bool skipped; /* test_skip: msg says why */
+    bool errored; /* failed by bad input or an I/O error, not by the kernels (exit 2) */
     bool compared;
     double max_diff;  /* the largest over the outputs compared ... */
     char worst[96];   /* ... at this element, "<output>[row,col]" */
@@ -127,6 +128,7 @@ void bench_print_method(FILE *out, int reps);
 typedef struct {
     const Test *test;
     bool passed, compared, skipped; /* skipped: passed too, msg says why */
+    bool errored; /* an input or I/O error (test_error), not a kernel failure */
     double max_diff;
     char worst[96];
     double nrel, nmse;
@@ -148,6 +150,9 @@ bool run_test(const Test *t, const Options *o, FILE *out, TestResult *r);
  * *results (malloc'd, *n of them) receives every test's outcome. Returns
  * the number of failures. */
 int run_selected(const Options *o, FILE *out, TestResult **results, int *n);
+/* Fails the test for a reason outside the kernels (an unreadable or non-finite
+ * --load input, a --dump write error): printf-style; the run exits 2. */
+void test_error(Ctx *c, const char *fmt, ...);
 
 /* ---- reports (report.c, compare_logs.c) ---------------------------------- */
 #define LOG_MAGIC "# test_deltanet log v2"

@@ -33,8 +33,8 @@ static void usage(FILE *f) {
             "                   (default 2), timings slower than --time-threshold PCT (default 10)\n"
             "  --env            print backend, target and devices found, and exit\n"
             "  --help           this text\n"
-            "exit status: 0 all passed, 1 a test failed (--compare: a regression), 2 bad usage or\n"
-            "unreadable log, 77 no device\n",
+            "exit status: 0 all passed, 1 a test failed (--compare: a regression), 2 bad usage,\n"
+            "an unreadable or incomplete log, bad input or an I/O error, 77 no device\n",
             DEFAULT_REPS, DEFAULT_SEED);
 }
 
@@ -70,7 +70,9 @@ static int run_tests(const Options *o) {
     TestResult *results;
     int n;
     int failed = run_selected(o, stdout, &results, &n);
-    int rc = reports_close(results, n) != 0 ? 2 : failed ? 1 : 0;
+    bool errored = false;
+    for (int i = 0; i < n; i++) errored |= results[i].errored;
+    int rc = reports_close(results, n) != 0 || errored ? 2 : failed ? 1 : 0;
     free(results);
     return rc;
 }

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stddef.h>
 #include <fnmatch.h>
+#include <limits.h>
 #include <getopt.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,16 +25,21 @@ static bool parse_int(const char *s, long lo, long hi, long *out) {
     return true;
 }
 
-/* --set keys: Shape fields with their allowed range. */
+/* --set keys: Shape fields with their allowed range, as the error says it. */
 static const struct {
     const char *key;
     size_t offset;
     long lo, hi;
+    const char *limit;
 } set_keys[] = {
-    {"T", offsetof(Shape, T), 1, 1 << 20},         {"n_seqs", offsetof(Shape, n_seqs), 1, 65535},
-    {"H_k", offsetof(Shape, H_k), 1, 65535},       {"H_v", offsetof(Shape, H_v), 1, 65535},
-    {"D_k", offsetof(Shape, D_k), 1, 128},         {"D_v", offsetof(Shape, D_v), 1, 4096},
-    {"chunk", offsetof(Shape, chunk), 32, 64},     {"head_map", offsetof(Shape, head_map), 0, 1},
+    {"T", offsetof(Shape, T), 1, 1 << 20, "1 to 1048576"},
+    {"n_seqs", offsetof(Shape, n_seqs), 1, 65535, "1 to 65535"},
+    {"H_k", offsetof(Shape, H_k), 1, 65535, "1 to 65535"},
+    {"H_v", offsetof(Shape, H_v), 1, 65535, "1 to 65535, a multiple of H_k"},
+    {"D_k", offsetof(Shape, D_k), 1, 128, "1 to 128 (the kernels' limit)"},
+    {"D_v", offsetof(Shape, D_v), 1, 4096, "1 to 4096"},
+    {"chunk", offsetof(Shape, chunk), 32, 64, "32 or 64"},
+    {"head_map", offsetof(Shape, head_map), 0, 1, "tiled or block (or 0, 1)"},
 };
 enum { N_SET_KEYS = sizeof set_keys / sizeof set_keys[0] };
 
@@ -47,7 +53,8 @@ static int parse_set(const char *arg, Options *o, char *err, size_t size) {
     const char *val = eq + 1;
     long v;
     if (klen == 4 && strncmp(arg, "seed", 4) == 0) {
-        if (!parse_int(val, 0, 0x7fffffffL, &v)) return fail_usage(err, size, "--set '%s': seed is a non-negative integer", arg);
+        if (!parse_int(val, 0, 0x7fffffffL, &v))
+            return fail_usage(err, size, "--set '%s': seed is a whole number 0 to 2147483647", arg);
         o->seed = (uint64_t)v;
         return 0;
     }
@@ -57,9 +64,12 @@ static int parse_set(const char *arg, Options *o, char *err, size_t size) {
         bool chunk = set_keys[i].offset == offsetof(Shape, chunk);
         if (head_map && (strcmp(val, "tiled") == 0 || strcmp(val, "block") == 0))
             v = strcmp(val, "block") == 0;
-        else if (!parse_int(val, set_keys[i].lo, set_keys[i].hi, &v) || (chunk && v != 32 && v != 64))
-            return fail_usage(err, size, "--set '%s': value out of range (T >= 1, D_k <= 128, chunk 32 or 64, "
-                                         "head_map tiled or block; see --help)", arg);
+        else if (!parse_int(val, LONG_MIN, LONG_MAX, &v))
+            return snprintf(err, size, "--set '%s': %s takes a whole number, '%s' is not one (%s is %s)", arg,
+                            set_keys[i].key, val, set_keys[i].key, set_keys[i].limit), 2;
+        else if (v < set_keys[i].lo || v > set_keys[i].hi || (chunk && v != 32 && v != 64))
+            return snprintf(err, size, "--set '%s': %s out of range: %s is %s", arg, set_keys[i].key,
+                            set_keys[i].key, set_keys[i].limit), 2;
         *shape_field(&o->set, i) = (int)v;
         o->set_fields |= 1u << i;
         return 0;
@@ -101,19 +111,26 @@ static bool parse_positive(const char *s, double *out) {
     return true;
 }
 
-/* "3", "1,4,8" or "2-5" (and combinations). */
+/* "3", "1,4,8" or "2-5" (and combinations); any length, no empty item. */
 static int parse_phases(const char *arg, Options *o, char *err, size_t size) {
-    char buf[128];
-    snprintf(buf, sizeof buf, "%s", arg);
-    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-        char *dash = strchr(tok, '-');
+    const char *p = arg;
+    do {
+        size_t len = strcspn(p, ",");
+        char item[16];
         long a, b;
-        if (dash) *dash = 0;
-        if (!parse_int(tok, 1, MAX_PHASE, &a) || !parse_int(dash ? dash + 1 : tok, 1, MAX_PHASE, &b) || b < a)
+        bool ok = len > 0 && len < sizeof item;
+        if (ok) {
+            memcpy(item, p, len), item[len] = 0;
+            char *dash = strchr(item, '-');
+            if (dash) *dash = 0;
+            ok = parse_int(item, 1, MAX_PHASE, &a) && parse_int(dash ? dash + 1 : item, 1, MAX_PHASE, &b) && a <= b;
+        }
+        if (!ok)
             return fail_usage(err, size, "invalid phase '%s': phases are 1 to 8 (e.g. --phase 3, --phase 1,4, --phase 2-5)", arg);
-        for (long p = a; p <= b; p++) o->phase_selected[p] = true;
+        for (long q = a; q <= b; q++) o->phase_selected[q] = true;
         o->any_phase = true;
-    }
+        p += len;
+    } while (*p++ == ',');
     return 0;
 }
 
@@ -129,19 +146,91 @@ static int check_pattern(const char *pat, char *err, size_t size) {
     return 2;
 }
 
+static const struct option longopts[] = {
+    {"list", no_argument, 0, 'l'},      {"phase", required_argument, 0, 'p'},
+    {"test", required_argument, 0, 't'}, {"seed", required_argument, 0, 's'},
+    {"verbose", no_argument, 0, 'v'},    {"help", no_argument, 0, 'h'},
+    {"env", no_argument, 0, 'e'},      {"bench", no_argument, 0, 'b'},
+    {"reps", required_argument, 0, 'r'},  {"log", required_argument, 0, 'L'},
+    {"junit", required_argument, 0, 'J'}, {"compare", required_argument, 0, 'C'},
+    {"max-diff-growth", required_argument, 0, 'G'}, {"time-threshold", required_argument, 0, 'T'},
+    {"set", required_argument, 0, 'S'},   {"dump", required_argument, 0, 'D'},
+    {"load", required_argument, 0, 'O'},
+    {0, 0, 0, 0},
+};
+
+/* "--NAME" of an option's code. */
+static const char *option_name(int code) {
+    for (const struct option *p = longopts; p->name; p++)
+        if (p->val == code) return p->name;
+    return "?";
+}
+
+/* An option getopt did not take: a prefix of several ("--s": --seed, --set)
+ * is ambiguous, anything else unknown. */
+static int bad_option(const char *arg, char *err, size_t size) {
+    size_t len = strncmp(arg, "--", 2) == 0 ? strcspn(arg + 2, "=") : 0;
+    char names[256] = "";
+    int n = 0;
+    for (const struct option *p = longopts; len && p->name; p++)
+        if (strncmp(p->name, arg + 2, len) == 0) {
+            size_t used = strlen(names);
+            snprintf(names + used, sizeof names - used, "%s--%s", n++ ? ", " : "", p->name);
+        }
+    if (n > 1) return snprintf(err, size, "ambiguous option '%s': it could be %s", arg, names), 2;
+    return fail_usage(err, size, "unknown option '%s' (--help lists the options)", arg);
+}
+
+/* Options that would do nothing: each is a usage error, not silence. */
+static const struct {
+    int opt, other;
+    bool needed; /* opt needs other; otherwise other makes opt pointless */
+    const char *why;
+} pointless[] = {
+    {'r', 'b', true, "the repetitions are --bench's"},
+    {'G', 'C', true, "the growth limit is --compare's"},
+    {'T', 'C', true, "the time threshold is --compare's"},
+    {'S', 'O', false, "--load takes the shape from its files"},
+};
+/* What --compare, --env and --list ignore: every option that runs tests
+ * (--list still selects with --phase and --test). */
+static const struct {
+    int mode;
+    const char *ignores;
+} modes[] = {{'C', "ptsvbrLJSDOle"}, {'e', "ptsvbrLJSDOl"}, {'l', "svbrLJSDO"}};
+
+static int check_pointless(const bool *given, char *err, size_t size) {
+    for (size_t i = 0; i < sizeof pointless / sizeof pointless[0]; i++)
+        if (given[pointless[i].opt] && given[pointless[i].other] != pointless[i].needed)
+            return snprintf(err, size, "--%s has no effect %s --%s (%s)", option_name(pointless[i].opt),
+                            pointless[i].needed ? "without" : "with", option_name(pointless[i].other), pointless[i].why), 2;
+    for (size_t m = 0; m < sizeof modes / sizeof modes[0]; m++)
+        for (const char *c = modes[m].ignores; given[modes[m].mode] && *c; c++)
+            if (given[(unsigned char)*c])
+                return snprintf(err, size, "--%s has no effect with --%s", option_name(*c), option_name(modes[m].mode)), 2;
+    return 0;
+}
+
+/* A selection of no test is an error naming where the --test names are. */
+static int check_selection(const Options *o, char *err, size_t size) {
+    for (int i = 0; i < registry_count(); i++)
+        if (test_selected(o, registry_get(i))) return 0;
+    int w = snprintf(err, size, "--phase and --test select no test together:");
+    for (int k = 0; k < o->n_patterns && w > 0 && (size_t)w < size; k++) {
+        w += snprintf(err + w, size - (size_t)w, " '%s' is in phase", o->patterns[k]);
+        bool seen[MAX_PHASE + 1] = {false};
+        for (int i = 0; i < registry_count(); i++) {
+            const Test *t = registry_get(i);
+            if (fnmatch(o->patterns[k], t->name, 0) != 0 || seen[t->phase] || w < 0 || (size_t)w >= size) continue;
+            seen[t->phase] = true;
+            w += snprintf(err + w, size - (size_t)w, " %d", t->phase);
+        }
+        if (w > 0 && (size_t)w < size && k + 1 < o->n_patterns) w += snprintf(err + w, size - (size_t)w, ";");
+    }
+    return 2;
+}
+
 int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
-    static const struct option longopts[] = {
-        {"list", no_argument, 0, 'l'},      {"phase", required_argument, 0, 'p'},
-        {"test", required_argument, 0, 't'}, {"seed", required_argument, 0, 's'},
-        {"verbose", no_argument, 0, 'v'},    {"help", no_argument, 0, 'h'},
-        {"env", no_argument, 0, 'e'},      {"bench", no_argument, 0, 'b'},
-        {"reps", required_argument, 0, 'r'},  {"log", required_argument, 0, 'L'},
-        {"junit", required_argument, 0, 'J'}, {"compare", required_argument, 0, 'C'},
-        {"max-diff-growth", required_argument, 0, 'G'}, {"time-threshold", required_argument, 0, 'T'},
-        {"set", required_argument, 0, 'S'},   {"dump", required_argument, 0, 'D'},
-        {"load", required_argument, 0, 'O'},
-        {0, 0, 0, 0},
-    };
     memset(o, 0, sizeof *o);
     o->seed = DEFAULT_SEED;
     o->max_diff_growth = 2.0;
@@ -149,10 +238,11 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
     optind = 1;
     opterr = 0;
     int ch, reps = DEFAULT_REPS;
-    bool bench = false;
+    bool bench = false, given[128] = {false};
     while ((ch = getopt_long(argc, argv, ":lp:t:s:vh", longopts, NULL)) != -1) {
         long v;
         int rc = 0;
+        if (ch > 0 && ch < 128) given[ch] = true;
         switch (ch) {
         case 'l': o->list = true; break;
         case 'v': o->verbose = true; break;
@@ -188,7 +278,7 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
                 return fail_usage(err, size, "invalid --time-threshold '%s': a percentage > 0", optarg);
             break;
         case ':': return fail_usage(err, size, "option '%s' needs a value", argv[optind - 1]);
-        default: return fail_usage(err, size, "unknown option '%s' (--help lists the options)", argv[optind - 1]);
+        default: return bad_option(argv[optind - 1], err, size);
         }
         if (rc) return rc;
     }
@@ -199,7 +289,16 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
     }
     if (optind < argc) return fail_usage(err, size, "unexpected argument '%s' (--help lists the options)", argv[optind]);
     o->bench_reps = bench ? reps : 0;
+    if (o->help) return 0;
+    if (check_pointless(given, err, size)) return 2;
+    if (o->compare_old || o->env) return 0;
     if (o->load_dir && restrict_to_phase8(o, err, size)) return 2;
+    if (check_selection(o, err, size)) return 2;
+    bool shaped = false; /* --set reaches the Delta-Net rows only (those with a chunk size) */
+    for (int i = 0; i < registry_count() && o->set_fields && !shaped; i++)
+        shaped = test_selected(o, registry_get(i)) && registry_get(i)->shape.chunk > 0;
+    if (o->set_fields && !shaped)
+        return fail_usage(err, size, "--set has no effect: no selected test has a Delta-Net shape (%s)", "phases 4-8");
     /* an impossible shape is a usage error before anything runs */
     for (int i = 0; i < registry_count(); i++) {
         Test t;

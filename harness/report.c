@@ -91,17 +91,16 @@ static void xml_escaped(FILE *f, const char *s) {
         }
 }
 
-/* <failure>: max_diff and tolerance in its message, shape and the test's
- * message in its text. */
 /* <failure>: max_diff, normwise error and tolerance in its message, shape
- * and the test's message in its text. */
+ * and the test's message in its text; <error> for an input or I/O error. */
 static void junit_failure(FILE *f, const TestResult *r) {
     char head[256], diff[128] = "n/a", tol[64];
     if (r->compared)
         snprintf(diff, sizeof diff, "%.3e at %s nrel=%.3e nmse=%.3e", r->max_diff, r->worst, r->nrel, r->nmse);
     describe_tol(&r->test->tol, tol, sizeof tol);
     snprintf(head, sizeof head, "max_diff=%s tol=%s", diff, tol);
-    fputs("      <failure message=\"", f);
+    const char *element = r->errored ? "error" : "failure";
+    fprintf(f, "      <%s message=\"", element);
     xml_escaped(f, head);
     fputs("\">", f);
     if (r->shape[0]) {
@@ -109,23 +108,24 @@ static void junit_failure(FILE *f, const TestResult *r) {
         fputs("&#10;", f);
     }
     xml_escaped(f, r->msg);
-    fputs("</failure>\n", f);
+    fprintf(f, "</%s>\n", element);
 }
 
 /* The JUnit report of r[0..n) of `total` selected tests; n < total adds a
  * suite "incomplete" with one error saying how many tests did not run. */
 static void format_junit(FILE *f, const Options *o, const TestResult *r, int n, int total) {
     (void)o;
-    int failures = 0;
-    for (int i = 0; i < n; i++) failures += !r[i].passed;
+    int failures = 0, errors = n < total;
+    for (int i = 0; i < n; i++) failures += !r[i].passed && !r[i].errored, errors += r[i].errored;
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"test_deltanet\" tests=\"%d\" failures=\"%d\" errors=\"%d\">\n",
-            n + (n < total), failures, n < total);
+            n + (n < total), failures, errors);
     for (int i = 0; i < n;) {
-        int phase = r[i].test->phase, end = i, fails = 0;
+        int phase = r[i].test->phase, end = i, fails = 0, errs = 0;
         double secs = 0.0;
-        for (; end < n && r[end].test->phase == phase; end++) fails += !r[end].passed, secs += r[end].seconds;
-        fprintf(f, "  <testsuite name=\"phase %d\" tests=\"%d\" failures=\"%d\" errors=\"0\" time=\"%.6f\">\n", phase,
-                end - i, fails, secs);
+        for (; end < n && r[end].test->phase == phase; end++)
+            fails += !r[end].passed && !r[end].errored, errs += r[end].errored, secs += r[end].seconds;
+        fprintf(f, "  <testsuite name=\"phase %d\" tests=\"%d\" failures=\"%d\" errors=\"%d\" time=\"%.6f\">\n", phase,
+                end - i, fails, errs, secs);
         for (; i < end; i++) {
             const Test *t = r[i].test;
             char name[160];

@@ -40,7 +40,9 @@ static void print_indented(FILE *out, const char *s) {
 static void print_result(FILE *out, const TestResult *c, bool verbose) {
     const Test *t = c->test;
     char tol[64];
-    fprintf(out, "[%s] phase %d  %-24s %-8s ", result_status(c), t->phase, t->name, t->variant);
+    /* an input or I/O error is FAIL in the log, named for what it is here */
+    fprintf(out, "[%s] phase %d  %-24s %-8s ", c->errored ? "ERROR" : result_status(c), t->phase, t->name,
+            t->variant);
     if (c->skipped) {
         fprintf(out, "%s\n", c->msg);
         return;
@@ -97,6 +99,7 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     memset(r, 0, sizeof *r);
     r->test = row;
     r->passed = !c->failed;
+    r->errored = c->errored;
     r->compared = c->compared;
     r->skipped = c->skipped;
     r->max_diff = c->max_diff;
@@ -150,6 +153,9 @@ int run_selected(const Options *o, FILE *out, TestResult **results, int *n) {
             passed++;
         reports_progress(*results, *n); /* what finished survives a signal */
     }
+    int errors = 0;
+    for (int i = 0; i < *n; i++) errors += (*results)[i].errored;
+    if (errors) fprintf(out, "%d of the failures are input or I/O errors, not the kernels'\n", errors);
     if (skipped)
         fprintf(out, "%d passed, %d failed, %d skipped (--set does not apply)\n", passed, failed, skipped);
     else

@@ -6,7 +6,10 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <math.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +35,15 @@ static void shape_tuple(int ndim, const size_t *shape, char *out, size_t size) {
     if (w < size) snprintf(out + w, size - w, ndim == 1 ? ",)" : ")");
 }
 
+/* Flat index i of a C-order array as "[a, b, c]". */
+static void index_tuple(size_t i, int ndim, const size_t *shape, char *out, size_t size) {
+    size_t idx[NPY_MAX_DIMS];
+    for (int d = ndim - 1; d >= 0; d--) idx[d] = shape[d] ? i % shape[d] : 0, i = shape[d] ? i / shape[d] : 0;
+    size_t w = (size_t)snprintf(out, size, "[");
+    for (int d = 0; d < ndim && w < size; d++) w += (size_t)snprintf(out + w, size - w, d ? ", %zu" : "%zu", idx[d]);
+    if (w < size) snprintf(out + w, size - w, "]");
+}
+
 static size_t element_count(int ndim, const size_t *shape) {
     size_t n = 1;
     for (int i = 0; i < ndim; i++) n *= shape[i];
@@ -48,14 +60,20 @@ int npy_write(const char *path, const void *data, int word, int ndim, const size
     memcpy(pre, npy_magic, 6);
     pre[6] = 1, pre[7] = 0;
     pre[8] = (unsigned char)(header & 0xff), pre[9] = (unsigned char)(header >> 8);
-    FILE *f = fopen(path, "wb");
+    char tmp[4200]; /* written whole, then renamed: a reader never sees half a file */
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
     if (!f) return fail(err, size, "cannot write %s: %s", path, strerror(errno));
     size_t n = element_count(ndim, shape);
     int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)len, f) == (size_t)len;
     for (size_t i = (size_t)len; ok && i + 1 < header; i++) ok = fputc(' ', f) != EOF;
     ok = ok && fputc('\n', f) != EOF && fwrite(data, (size_t)word, n, f) == n;
     if (fclose(f) != 0) ok = 0;
-    return ok ? 0 : fail(err, size, "writing %s failed: %s", path, strerror(errno));
+    if (ok && rename(tmp, path) != 0) ok = 0;
+    if (ok) return 0;
+    int why = errno;
+    unlink(tmp);
+    return fail(err, size, "writing %s failed: %s", path, strerror(why));
 }
 
 /* The value of 'key' in a header dict: the text after its colon. */
@@ -162,12 +180,30 @@ int npy_read_floats(const char *path, const NpyHeader *h, float *dst, char *err,
 /* ---- the run's directories ------------------------------------------------ */
 static const char *dump_dir, *load_dir;
 
+/* One run per --dump directory: a write lock on DIR/.test_deltanet.lock,
+ * held until the process ends (the system drops it even on SIGKILL). */
+static int lock_dump_dir(const char *dir, char *err, size_t size) {
+    char path[4096];
+    if ((size_t)snprintf(path, sizeof path, "%s/.test_deltanet.lock", dir) >= sizeof path)
+        return fail(err, size, "--dump: the path '%.60s...' is too long", dir);
+    int fd = open(path, O_RDWR | O_CREAT, 0644);
+    if (fd < 0) return fail(err, size, "--dump: cannot write in %s: %s", dir, strerror(errno));
+    struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
+    if (fcntl(fd, F_SETLK, &lk) == 0) return 0; /* fd stays open: the lock lasts the run */
+    int why = errno;
+    bool held = (why == EACCES || why == EAGAIN) && fcntl(fd, F_GETLK, &lk) == 0 && lk.l_type != F_UNLCK;
+    close(fd);
+    if (held) return fail(err, size, "--dump: %s is in use by another run (pid %ld)", dir, (long)lk.l_pid);
+    return fail(err, size, "--dump: cannot lock %s: %s", path, strerror(why));
+}
+
 int tensors_set_dirs(const char *dump, const char *load, char *err, size_t size) {
     struct stat st;
     if (dump && mkdir(dump, 0777) != 0 && errno != EEXIST)
         return fail(err, size, "--dump: cannot create %s: %s", dump, strerror(errno));
     if (dump && (stat(dump, &st) != 0 || !S_ISDIR(st.st_mode)))
         return fail(err, size, "--dump: %s is not a directory", dump);
+    if (dump && lock_dump_dir(dump, err, size) != 0) return -1;
     dump_dir = dump;
     load_dir = load;
     return 0;
@@ -205,8 +241,12 @@ static void unique_name(Ctx *c, const char *tensor, char *name, size_t size) {
 
 static void dump(Ctx *c, const char *name, const void *x, int word, int ndim, const size_t *shape) {
     char path[4096], err[4200];
-    snprintf(path, sizeof path, "%s/%s__%s.npy", dump_dir, c->test_name, name);
-    if (npy_write(path, x, word, ndim, shape, err, sizeof err) != 0) test_fail(c, "--dump: %s", err);
+    int w = snprintf(path, sizeof path, "%s/%s__%s.npy", dump_dir, c->test_name, name);
+    if (w < 0 || (size_t)w >= sizeof path) {
+        test_error(c, "--dump: the path of %s__%s.npy is over %zu characters", c->test_name, name, sizeof path - 1);
+        return;
+    }
+    if (npy_write(path, x, word, ndim, shape, err, sizeof err) != 0) test_error(c, "--dump: %s", err);
 }
 
 void dump_floats(Ctx *c, const char *tensor, const float *x, int ndim, const size_t *shape) {
@@ -296,11 +336,11 @@ int load_floats(Ctx *c, const char *tensor, float *dst, int ndim, const size_t *
     char path[4096], err[4300];
     NpyHeader h;
     if (tensor_path(load_dir, c->test_name, tensor, path, sizeof path, err, sizeof err) != 0) {
-        test_fail(c, "%s", err);
+        test_error(c, "%s", err);
         return -1;
     }
     if (npy_read_header(path, &h, err, sizeof err) != 0) {
-        test_fail(c, "--load: %s", err);
+        test_error(c, "--load: %s", err);
         return -1;
     }
     if (h.ndim != ndim || memcmp(h.shape, shape, (size_t)ndim * sizeof *shape) != 0) {
@@ -312,8 +352,17 @@ int load_floats(Ctx *c, const char *tensor, float *dst, int ndim, const size_t *
         return -1;
     }
     if (npy_read_floats(path, &h, dst, err, sizeof err) != 0) {
-        test_fail(c, "--load: %s", err);
+        test_error(c, "--load: %s", err);
         return -1;
     }
+    /* a NaN or Inf in the input is the file's, not the kernel's: say so */
+    size_t n = element_count(ndim, shape);
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(dst[i])) {
+            char at[128];
+            index_tuple(i, ndim, shape, at, sizeof at);
+            test_error(c, "--load: %s: element %s (flat %zu) is %g: inputs must be finite", path, at, i, dst[i]);
+            return -1;
+        }
     return 0;
 }

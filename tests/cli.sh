@@ -61,10 +61,30 @@ expect 0 "2 passed, 0 failed" --set T=3 --test prefill_then_decode --test fused_
 expect 0 "^\[SKIP\] phase 7  state_chunk_fused .*--set does not apply: .*T = 50" --set T=50 --test state_chunk_fused
 expect 0 "0 passed, 0 failed, 1 skipped" --set T=64 --test state_chunk_fused
 expect 2 "not a multiple of H_k" --set H_v=20 --phase 8
-expect 2 "value out of range" --set D_k=256
-expect 2 "value out of range" --set T=0
-expect 2 "value out of range" --set chunk=48
+expect 2 "D_k out of range: D_k is 1 to 128" --set D_k=256
+expect 2 "T out of range: T is 1 to 1048576" --set T=0
+expect 2 "chunk out of range: chunk is 32 or 64" --set chunk=48
+expect 2 "n_seqs takes a whole number, 'x' is not one (n_seqs is 1 to 65535)" --set n_seqs=x
+expect 2 "head_map out of range: head_map is tiled or block" --set head_map=2
 expect 2 "unknown key" --set foo=1
+
+# usage that would do nothing or something else than asked is an error
+expect 2 "invalid phase ''" --phase ''
+expect 2 "invalid phase ','" --phase ,
+expect 2 "invalid phase '1,,2'" --phase 1,,2
+long_phases=$(printf '1,%.0s' $(seq 1 80))
+expect 2 "invalid phase '${long_phases}9'" --phase "${long_phases}9" # past 127 characters, still read whole
+expect 0 "phase 1" --phase "${long_phases}2"
+expect 2 "select no test together: 'sigmoid' is in phase 1" --test sigmoid --phase 8
+expect 2 "ambiguous option '--s': it could be --seed, --set" --s 3
+expect 2 "unknown option '--sx'" --sx 3
+expect 2 "--reps has no effect without --bench" --reps 3 --phase 1
+expect 2 "--set has no effect with --load" --set T=5 --load /tmp
+expect 2 "--set has no effect: no selected test has a Delta-Net shape" --set T=5 --test sigmoid
+expect 2 "--max-diff-growth has no effect without --compare" --max-diff-growth 3
+expect 2 "--log has no effect with --compare" --compare a b --log x
+expect 2 "--phase has no effect with --env" --env --phase 1
+expect 2 "--seed has no effect with --list" --list --seed 3
 
 # a failing test: its [FAIL] line, the count, status 1; the others still run
 "$failing_bin" --phase 1 >"$tmp/out" 2>"$tmp/err"

@@ -241,6 +241,15 @@ expect_refused "--log and --junit the same file" "same file" --log "$tmp/same" -
 expect_refused "--log and --junit the same file, spelt apart" "same file" --log "$tmp/same" --junit "$tmp/../$(basename "$tmp")/same"
 expect_refused "--log a FIFO" "not a regular file" --log "$tmp/fifo.tsv"
 FAULT_PATH=full.tsv LD_PRELOAD=$shim expect_refused "--log on a full disk" "No space left on device" --log "$tmp/full.tsv"
+# --dump on a full disk: an I/O error (exit 2, [ERROR] naming the file), not a kernel FAIL
+FAULT_PATH=dumpfull LD_PRELOAD=$shim "$bin" --test sigmoid --dump "$tmp/dumpfull" >"$tmp/full.out" 2>&1
+rc=$?
+[ $rc = 2 ] || fail "--dump on a full disk: exit status $rc, expected 2"
+expect "$tmp/full.out" "^\[ERROR\] phase 1  sigmoid" "--dump on a full disk: no [ERROR] line"
+expect "$tmp/full.out" "writing .*sigmoid__y.npy failed: No space left on device" "--dump on a full disk: no reason"
+FAULT_PATH=dumpfull LD_PRELOAD=$shim "$bin" --test sigmoid --dump "$tmp/dumpfull" --junit "$tmp/io-error.xml" >/dev/null 2>&1
+xmllint --noout --schema tests/junit.xsd "$tmp/io-error.xml" 2>"$tmp/xml.err" || { cat "$tmp/xml.err"; fail "the JUnit report of an I/O error is invalid"; }
+expect "$tmp/io-error.xml" 'failures="0" errors="1"' "an I/O error is not a JUnit error"
 # the disk fills mid-run: the tests still run and pass, the run is an I/O error (2), not a FAIL
 FAULT_PATH=full.tsv FAULT_AFTER=4 LD_PRELOAD=$shim "$bin" --phase 1 --log "$tmp/full.tsv" >"$tmp/full.out" 2>"$tmp/full.err"
 rc=$?

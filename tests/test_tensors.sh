@@ -100,6 +100,29 @@ cp "$tmp/d1/${test}__g.npy" "$tmp/bad/${test}__g.npy"
 rm "$tmp/bad/${test}__beta.npy"
 expect 2 "neither .*${test}__beta.npy nor .*beta.npy exists" --test $test --load "$tmp/bad"
 expect 2 "runs phase-8 tests only" --phase 3 --load "$tmp/d1"
+# a NaN or Inf in an input is an input error (exit 2, [ERROR]) naming the
+# file and the element, not the kernel's NaN output
+mkdir "$tmp/nan"
+cp "$tmp/d1/${test}__"*.npy "$tmp/nan/"
+python3 - "$tmp/nan/${test}__k.npy" <<'EOF'
+import struct, sys
+path = sys.argv[1]
+b = bytearray(open(path, "rb").read())
+data = 10 + struct.unpack("<H", b[8:10])[0]  # .npy 1.0: magic, version, header length, header
+assert b"<f4" in b[:data], "the dump is float32"
+b[data + 4 * 5 : data + 4 * 6] = struct.pack("<f", float("inf"))
+open(path, "wb").write(b)
+EOF
+expect 2 "${test}__k.npy: element \[0, 0, 0, 5\] (flat 5) is inf: inputs must be finite" --test $test --load "$tmp/nan"
+grep -q "^\[ERROR\] phase 8  $test" "$tmp/out" || fail "a non-finite input: no [ERROR] line: $(cat "$tmp/out")"
+# one run per --dump directory: a second one is refused while the first runs
+"$bin" --phase 8 --dump "$tmp/busy" >/dev/null 2>&1 &
+busy=$!
+for i in $(seq 1 100); do [ -e "$tmp/busy/.test_deltanet.lock" ] && break; sleep 0.1; done
+expect 2 "--dump: .*busy is in use by another run (pid $busy)" --test sigmoid --dump "$tmp/busy"
+kill $busy
+wait $busy 2>/dev/null
+ls "$tmp/busy" | grep -q '\.tmp$' && fail "--dump left temp files behind"
 : >"$tmp/file"
 expect 2 "is not a directory" --test sigmoid --dump "$tmp/file"
 # plain names (DIR/q.npy...) feed any test; one that derives its own shape
@@ -113,9 +136,9 @@ expect 1 "has shape .* this test runs" --test fused_refuses --load "$tmp/plain"
 expect 0 "2 passed, 0 failed" --set H_k=16 --set H_v=48 --set T=20 --test fused_T64 --test recurrent_vs_fused
 grep -q "Hv=\(12\|48\) " "$tmp/out" || fail "--set H_v=48: $(cat "$tmp/out")"
 expect 2 "not a multiple of H_k" --set H_k=16 --set H_v=40 --test fused_T64
-expect 2 "value out of range" --set T=0 --test fused_T64
+expect 2 "T out of range" --set T=0 --test fused_T64
 expect 2 "unknown key" --set heads=4
-expect 2 "value out of range" --set T=abc
+expect 2 "T takes a whole number, 'abc' is not one" --set T=abc
 
 # --bench: the table, the emulation label on the CPU build; no progress line in a pipe
 expect 0 "speed-up vs unfused" --bench --reps 2 --test compare_T1_B1
