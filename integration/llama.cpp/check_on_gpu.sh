@@ -56,8 +56,9 @@ if [ "$skip_build" = 0 ]; then
     step "built in ${SECONDS}s"
     # fusion_check links the ggml just built (its libraries sit in bin/ in llama.cpp, src/... in ggml)
     inc="$src/include"; [ -d "$src/ggml/include" ] && inc="$src/ggml/include"
-    libdirs=$(find "$build" -name 'libggml*.so*' -printf '%h\n' | sort -u)
-    ${CXX:-c++} -std=c++17 -O2 "$here/fusion_check.cpp" -I"$inc" $(printf ' -L%s -Wl,-rpath,%s' $libdirs $libdirs) \
+    link=()
+    for d in $(find "$build" -name 'libggml*.so*' -printf '%h\n' | sort -u); do link+=(-L"$d" -Wl,-rpath,"$d"); done
+    ${CXX:-c++} -std=c++17 -O2 "$here/fusion_check.cpp" -I"$inc" "${link[@]}" \
         -lggml -lggml-base -o "$build/fusion_check" >> "$out/build.log" 2>&1 ||
         { step "fusion_check did not build (build.log)"; tail -20 "$out/build.log"; exit 1; }
 fi
