@@ -156,28 +156,29 @@ static void format_junit(FILE *f, const Options *o, const TestResult *r, int n, 
     fputs("</testsuites>\n", f);
 }
 
-/* ---- the run's outputs: staged, snapshotted, renamed into place ----------
- * Each output (--log, --junit) is written whole to OUT.<pid>.tmp and renamed:
- * after every test to OUT.<pid>.partial (the results so far, marked
- * incomplete), at the end to OUT. A signal that ends the run renames the
- * last snapshot to OUT, so what finished survives and says it is partial. */
+/* ---- the run's outputs: snapshots renamed into place ---------------------
+ * Each output (--log, --junit) is written whole to OUT.<pid>.tmp and renamed
+ * to OUT: before the first test and after every test (the results so far,
+ * marked incomplete), and complete at the end. Whatever ends the run, even
+ * SIGKILL, OUT holds every finished test and says whether the run ended;
+ * never a torn file, never a previous run's results. */
 typedef void (*Formatter)(FILE *f, const Options *o, const TestResult *r, int n, int total);
 typedef struct {
     const char *what;
     Formatter format;
     bool on, failed;
-    char path[PATH_MAX], tmp[PATH_MAX + 32], partial[PATH_MAX + 32];
+    char path[PATH_MAX], tmp[PATH_MAX + 32];
 } Output;
 
 static Output outputs[2] = {{.what = "log", .format = format_log}, {.what = "JUnit report", .format = format_junit}};
 enum { N_OUTPUTS = sizeof outputs / sizeof outputs[0] };
 static const Options *run_options;
 static int run_total;
-static volatile sig_atomic_t snapshot_ready; /* outputs[].partial exist */
+static volatile sig_atomic_t snapshot_ready; /* every output's OUT holds a snapshot */
 
 /* Writes the output's text for r[0..n) to its temp file and renames it to
- * `to`. 0, or -1 with the reason printed. */
-static int write_staged(Output *out, const char *to, const TestResult *r, int n) {
+ * OUT. 0, or -1 with the reason printed. */
+static int write_staged(Output *out, const TestResult *r, int n) {
     int fd = open(out->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
     if (!f) {
@@ -188,7 +189,7 @@ static int write_staged(Output *out, const char *to, const TestResult *r, int n)
     out->format(f, run_options, r, n, run_total);
     int bad = fflush(f) != 0 || ferror(f) ? errno : 0;
     if (fclose(f) != 0 && !bad) bad = errno;
-    if (!bad && rename(out->tmp, to) != 0) bad = errno;
+    if (!bad && rename(out->tmp, out->path) != 0) bad = errno;
     if (bad) {
         fprintf(stderr, "test_deltanet: cannot write the %s '%s': %s\n", out->what, out->path, strerror(bad));
         unlink(out->tmp);
@@ -197,8 +198,8 @@ static int write_staged(Output *out, const char *to, const TestResult *r, int n)
     return 0;
 }
 
-/* Async-signal-safe: the last snapshots renamed into place, a note on stderr,
- * then the signal's own end (exit status 128 + signal). */
+/* Async-signal-safe: a snapshot being written is dropped (OUT keeps the one
+ * before), a note on stderr, then the signal's own end (128 + signal). */
 static void put(const char *s) {
     ssize_t unused = write(2, s, strlen(s));
     (void)unused;
@@ -208,7 +209,7 @@ static void on_signal(int sig) {
     const char *name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : sig == SIGPIPE ? "SIGPIPE" : "SIGHUP";
     for (int i = 0; i < N_OUTPUTS; i++) {
         if (!outputs[i].on) continue;
-        if (snapshot_ready && rename(outputs[i].partial, outputs[i].path) == 0) {
+        if (snapshot_ready) {
             put("test_deltanet: ");
             put(name);
             put(": the results so far, marked incomplete, are in ");
@@ -256,12 +257,11 @@ static int output_open(Output *out, const char *path, const char *flag, char *er
         return snprintf(err, size, "%s: the path is too long (%zu characters)", flag, strlen(path)), 2;
     }
     snprintf(out->tmp, sizeof out->tmp, "%s.%ld.tmp", out->path, (long)getpid());
-    snprintf(out->partial, sizeof out->partial, "%s.%ld.partial", out->path, (long)getpid());
     int fd = open(out->tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
     if (fd < 0) return snprintf(err, size, "%s: cannot write '%s': %s", flag, out->tmp, strerror(errno)), 2;
     close(fd);
     out->on = true;
-    if (write_staged(out, out->partial, NULL, 0) != 0)
+    if (write_staged(out, NULL, 0) != 0)
         return snprintf(err, size, "%s: cannot write '%s' (see above)", flag, out->path), 2;
     return 0;
 }
@@ -298,7 +298,7 @@ static sigset_t block_signals(void) {
 
 void reports_progress(const TestResult *r, int n) {
     for (int i = 0; i < N_OUTPUTS; i++)
-        if (outputs[i].on && !outputs[i].failed && write_staged(&outputs[i], outputs[i].partial, r, n) != 0)
+        if (outputs[i].on && !outputs[i].failed && write_staged(&outputs[i], r, n) != 0)
             outputs[i].failed = true;
 }
 
@@ -308,8 +308,7 @@ int reports_close(const TestResult *r, int n) {
     for (int i = 0; i < N_OUTPUTS; i++) {
         Output *out = &outputs[i];
         if (!out->on) continue;
-        if (out->failed || write_staged(out, out->path, r, n) != 0) rc = 2;
-        unlink(out->partial);
+        if (out->failed || write_staged(out, r, n) != 0) rc = 2;
         unlink(out->tmp);
         if (rc == 0 && out->path[0] && out->format == format_log && run_options->log_path &&
             strcmp(out->path, run_options->log_path) != 0)
@@ -328,7 +327,7 @@ static int write_whole(int which, const char *path, const Options *o, const Test
     run_total = n;
     snprintf(out->path, sizeof out->path, "%s", path);
     snprintf(out->tmp, sizeof out->tmp, "%s.%ld.tmp", path, (long)getpid());
-    return write_staged(out, out->path, r, n);
+    return write_staged(out, r, n);
 }
 
 int write_log(const char *path, const Options *o, const TestResult *r, int n) { return write_whole(0, path, o, r, n); }

@@ -185,15 +185,17 @@ rm -f "$tmp/big.tsv"
 
 # ---- results that survive: signals, full disks, concurrent runs ---------
 # only what a finished run leaves: no temp or snapshot files
-leftovers() { ls "$1" | grep -q '\.\(tmp\|partial\)$' && { ls "$1"; fail "$2: temp files left in $1"; }; ok; }
-# a signal mid-run (a CI timeout, Ctrl-C): the tests done so far survive,
-# marked incomplete, in the log and the JUnit report; --compare refuses them
-for sig in TERM INT; do
+leftovers() { ls "$1" | grep -q '\.tmp$' && { ls "$1"; fail "$2: temp files left in $1"; }; ok; }
+# a signal mid-run (a CI timeout, Ctrl-C, even SIGKILL): the tests done so
+# far survive, marked incomplete, in the log and the JUnit report, in place
+# of a previous run's log; --compare refuses them
+for sig in TERM INT KILL; do
     rm -rf "$tmp/sig" && mkdir "$tmp/sig"
+    cp "$tmp/a.tsv" "$tmp/sig/s.tsv" # a previous, complete log: it must not survive
     "$bin" --log "$tmp/sig/s.tsv" --junit "$tmp/sig/s.xml" >/dev/null 2>"$tmp/sig.err" &
     pid=$!
     for i in $(seq 1 300); do # until three tests have finished (at most 30 s)
-        [ "$(cat "$tmp"/sig/s.tsv.*.partial 2>/dev/null | grep -c '	PASS	')" -ge 3 ] && break
+        grep -q '^# incomplete' "$tmp/sig/s.tsv" && [ "$(grep -c '	PASS	' "$tmp/sig/s.tsv")" -ge 3 ] && break
         sleep 0.1
     done
     kill -$sig $pid
@@ -202,11 +204,11 @@ for sig in TERM INT; do
     [ $rc -gt 128 ] || fail "SIG$sig: exit status $rc, expected 128 + the signal"
     expect "$tmp/sig/s.tsv" "^# incomplete	cut short after [0-9]* of [0-9]* tests" "SIG$sig: the log is not marked incomplete"
     [ "$(grep -c '	PASS	' "$tmp/sig/s.tsv")" -ge 3 ] || fail "SIG$sig: the finished tests are not in the log"
-    expect "$tmp/sig.err" "SIG$sig: the results so far, marked incomplete, are in .*s.tsv" "SIG$sig: no message"
+    [ $sig = KILL ] || expect "$tmp/sig.err" "SIG$sig: the results so far, marked incomplete, are in .*s.tsv" "SIG$sig: no message"
     xmllint --noout --schema tests/junit.xsd "$tmp/sig/s.xml" 2>"$tmp/xml.err" || { cat "$tmp/xml.err"; fail "SIG$sig: JUnit invalid"; }
     expect "$tmp/sig/s.xml" '<error message="cut short after' "SIG$sig: the JUnit report is not marked incomplete"
     compare "$tmp/sig/s.tsv" "$tmp/sig/s.tsv" 2 "SIG$sig: --compare of an incomplete log"
-    leftovers "$tmp/sig" "SIG$sig"
+    [ $sig = KILL ] || leftovers "$tmp/sig" "SIG$sig" # SIGKILL may leave the snapshot it was writing
 done
 # SIGPIPE: the reader of stdout went away (| head -1)
 rm -rf "$tmp/sig" && mkdir "$tmp/sig"
