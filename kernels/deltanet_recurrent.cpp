@@ -21,7 +21,7 @@
 //             (coalesced; four columns side by side in memory per gfx906 wave).
 //   per token each lane forms partial sums of S[:,b].k, S[:,b].q and k.q over
 //             its R rows, the group adds them in one 4-step xor butterfly
-//             (three values interleaved, stays inside the 16 lanes), and then
+//             (a group is a DPP row: each step a row rotation), and then
 //             every lane knows d_b and o_b without a second reduction:
 //               sk = S.k, sq = S.q  (undecayed S), a = exp(g)
 //               d  = beta (v_b - a sk)
@@ -36,8 +36,9 @@
 // Why it fits gfx906: wave64 with no matrix cores and a long memory latency
 // wants many independent waves and a streaming, coalesced state access; this
 // uses 16 rows of state + 2 x 2 x 8 token values per lane for D_k = 128
-// (well under 64 VGPRs, so several waves per SIMD), no scratch and no LDS. The
-// only cross-lane traffic is 12 ds_bpermute per token. D_k <= 64 / 128 / 256
+// (59 VGPRs at D_k = 128: 4 waves per SIMD), no scratch and no LDS. The only
+// cross-lane traffic is 12 DPP row rotations per token (VALU modifiers, no
+// LDS traffic; ds_bpermute before issue 13). D_k <= 64 / 128 / 256
 // use instantiations with R = 4 / 8 / 16 registers of state per lane.
 //
 // Supported shapes (others are refused, see the launcher):
@@ -59,21 +60,13 @@ static const int kMaxDk = 256;
 
 static_assert(KDN_WAVE % kGroup == 0, "a column's lanes must sit in one wave");
 
-// Sums over the kGroup lanes of a group (xor butterfly, never leaves the
-// group); every lane of the group gets the totals.
-__device__ __forceinline__ float group_sum(float a) {
-    for (int m = kGroup / 2; m > 0; m >>= 1) a += kdn_shfl_xor(a, m);
-    return a;
-}
+// Sums over the kGroup lanes of a group (a DPP row of 16 lanes: the xor
+// butterfly as row rotations, never leaves the group); every lane of the
+// group gets the totals.
+static_assert(kGroup == 16, "a group is one DPP row");
+__device__ __forceinline__ float group_sum(float a) { return kdn_row_sum16(a); }
 
-__device__ __forceinline__ void group_sum2(float &a, float &b) {
-    for (int m = kGroup / 2; m > 0; m >>= 1) {
-        float a2 = kdn_shfl_xor(a, m);
-        float b2 = kdn_shfl_xor(b, m);
-        a += a2;
-        b += b2;
-    }
-}
+__device__ __forceinline__ void group_sum2(float &a, float &b) { kdn_row_sum16x2(a, b); }
 
 // One token's inputs as this lane needs them: its rows of k and q (and of
 // the KDA gate), then the scalars v_b, g and beta of the token.

@@ -10,6 +10,18 @@ __global__ void kernel_wave_sum(float *out) {
     if (kdn_lane() == 0) out[threadIdx.x / KDN_WAVE] = s;
 }
 
+// The DPP row primitives as the executor runs them: a rotation by 3 (the
+// direction and the wrap inside a row of 16), the row sum, and the xor
+// butterfly it must equal bitwise.
+__global__ void kernel_row_ops(const float *x, float *ror3, float *sum, float *butterfly) {
+    const int t = (int)threadIdx.x;
+    ror3[t] = kdn_row_ror<3>(x[t]);
+    sum[t] = kdn_row_sum16(x[t]);
+    float v = x[t];
+    for (int m = 8; m > 0; m >>= 1) v += kdn_shfl_xor(v, m);
+    butterfly[t] = v;
+}
+
 __global__ void kernel_lds_reverse(const float *x, float *y, int n) {
     __shared__ float buf[1024];
     int t = (int)threadIdx.x;
@@ -72,6 +84,9 @@ void exec_missing_barrier(const float *x, float *y, int n) {
 void exec_reads_other_workgroup(float *y, int blocks) { KDN_LAUNCH(kernel_reads_other_workgroup, dim3(blocks), dim3(64), 0, y); }
 
 void exec_wave_sum(float *out, int threads) { KDN_LAUNCH(kernel_wave_sum, dim3(1), dim3(threads), 0, out); }
+void exec_row_ops(const float *x, float *ror3, float *sum, float *butterfly, int n) {
+    KDN_LAUNCH(kernel_row_ops, dim3(1), dim3(n), 0, x, ror3, sum, butterfly);
+}
 void exec_lds_reverse(const float *x, float *y, int n) { KDN_LAUNCH(kernel_lds_reverse, dim3(1), dim3(n), 0, x, y, n); }
 void exec_divergent_barrier(float *y) { KDN_LAUNCH(kernel_divergent_barrier, dim3(1), dim3(64), 0, y); }
 void exec_partial_wave(float *y) { KDN_LAUNCH(kernel_partial_wave, dim3(1), dim3(64), 0, y); }

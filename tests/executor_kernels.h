@@ -9,6 +9,9 @@ extern "C" {
 
 /* out[w] = sum of the lane indices of wave w (workgroup of `threads`). */
 void exec_wave_sum(float *out, int threads);
+/* The DPP row primitives of wave.h on n threads: ror3 = kdn_row_ror<3>(x),
+ * sum = kdn_row_sum16(x), butterfly = the xor butterfly (8, 4, 2, 1) of x. */
+void exec_row_ops(const float *x, float *ror3, float *sum, float *butterfly, int n);
 /* y = x reversed through LDS and a barrier (n <= 1024 threads). */
 void exec_lds_reverse(const float *x, float *y, int n);
 /* Threads 32.. return before __syncthreads(): a divergent barrier. */

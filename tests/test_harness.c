@@ -254,6 +254,24 @@ static void fails_then_recovers(void (*launch)(float *), const char *kernel, con
     CHECK(correct_launches_work());
 }
 
+/* DPP row rotation as gfx906 defines it (row_ror:3: lane i of a row of 16
+ * reads lane (i - 3) mod 16), and the row sum bitwise equal to the xor
+ * butterfly on every lane, on two waves. */
+static void test_row_ops(void) {
+    enum { N = 128 };
+    float x[N], ror3[N], sum[N], butterfly[N];
+    for (int i = 0; i < N; i++) x[i] = 1.0f / ((float)i + 1.3f);
+    exec_row_ops(x, ror3, sum, butterfly, N);
+    CHECK(kdn_sync() == NULL);
+    bool rot = true, same = true;
+    for (int i = 0; i < N; i++) {
+        rot &= ror3[i] == x[(i & ~15) | ((i - 3) & 15)];
+        same &= memcmp(&sum[i], &butterfly[i], sizeof(float)) == 0 && sum[i] == sum[i & ~15];
+    }
+    CHECK(rot);
+    CHECK(same);
+}
+
 static void test_executor(void) {
     float out[256];
     exec_wave_sum(out, 256);
@@ -338,6 +356,7 @@ int main(void) {
     test_runner();
     test_executor();
     test_schedules();
+    test_row_ops();
     if (failures) {
         printf("test_harness: %d of %d checks failed\n", failures, checks);
         return 1;

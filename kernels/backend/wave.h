@@ -1,6 +1,7 @@
 // Wave-level primitives. Each backend supplies two: read another lane's value
 // (kdn_shfl) and the lane index; everything else is built on them here, so
-// the reductions are the same code on every backend.
+// the reductions are the same code on every backend. gfx906 also gets DPP
+// row rotations (kdn_row_ror), which the other backends emulate with kdn_shfl.
 #pragma once
 #include "backend.h"
 
@@ -29,6 +30,66 @@ __device__ __forceinline__ int kdn_lane(void) { return kdn_cpu_lane(); }
 #endif
 
 __device__ __forceinline__ float kdn_shfl_xor(float v, int mask) { return kdn_shfl(v, kdn_lane() ^ mask); }
+
+// DPP row rotation, gfx906's row_ror:N: within each row of 16 lanes, lane i
+// reads lane (i - N) mod 16 of its row. On gfx906 a DPP modifier of the VALU
+// instruction that consumes it (no LDS traffic, unlike ds_bpermute); on the
+// other backends the same lane mapping through kdn_shfl, so the CPU executor
+// runs the lane semantics the MI50 runs.
+#if defined(KDN_BACKEND_HIP)
+template <int N>
+__device__ __forceinline__ float kdn_row_ror(float v) {
+    static_assert(N > 0 && N < 16, "row_ror rotates by 1 .. 15 lanes");
+    return __int_as_float(__builtin_amdgcn_update_dpp(0, __float_as_int(v), 0x120 + N, 0xF, 0xF, false));
+}
+#else
+template <int N>
+__device__ __forceinline__ float kdn_row_ror(float v) {
+    static_assert(N > 0 && N < 16, "row_ror rotates by 1 .. 15 lanes");
+    const int lane = kdn_lane();
+    return kdn_shfl(v, (lane & ~15) | ((lane - N) & 15));
+}
+#endif
+
+// Step m (8, 4, 2, 1) of the xor butterfly inside rows of 16 lanes: the
+// value lane i ^ m holds. After the steps for m' > m every value repeats with
+// period 2m within the row, so lane (i - m) mod 16 holds it too: gfx906 reads
+// it with a DPP row rotation (no LDS traffic), the CPU executor through the
+// same rotation, and CUDA with the xor shuffle it always used; the sums are
+// bitwise the same on every backend (tests/test_harness.c: test_row_ops).
+template <int M>
+__device__ __forceinline__ float kdn_row_butterfly_partner(float v) {
+#if defined(KDN_BACKEND_CUDA)
+    return kdn_shfl_xor(v, M);
+#else
+    return kdn_row_ror<M>(v);
+#endif
+}
+
+template <int M>
+__device__ __forceinline__ void kdn_row_butterfly_step(float &a, float &b) {
+    const float a2 = kdn_row_butterfly_partner<M>(a), b2 = kdn_row_butterfly_partner<M>(b);
+    a += a2;
+    b += b2;
+}
+
+// Sum over each row of 16 lanes, every lane of the row gets it (the xor
+// butterfly v += v[i ^ m], m = 8, 4, 2, 1); kdn_row_sum16x2 does two values
+// with their exchanges interleaved.
+__device__ __forceinline__ void kdn_row_sum16x2(float &a, float &b) {
+    kdn_row_butterfly_step<8>(a, b);
+    kdn_row_butterfly_step<4>(a, b);
+    kdn_row_butterfly_step<2>(a, b);
+    kdn_row_butterfly_step<1>(a, b);
+}
+
+__device__ __forceinline__ float kdn_row_sum16(float v) {
+    v += kdn_row_butterfly_partner<8>(v);
+    v += kdn_row_butterfly_partner<4>(v);
+    v += kdn_row_butterfly_partner<2>(v);
+    v += kdn_row_butterfly_partner<1>(v);
+    return v;
+}
 
 // Butterfly reduction: every lane ends with the sum of the whole wave.
 __device__ __forceinline__ float kdn_wave_sum(float v) {
