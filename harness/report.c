@@ -1,6 +1,7 @@
 /* Result logs (--log) and JUnit reports (--junit); docs/ci.md describes both. */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
+#include "end_signals.h"
 
 #include "../kernels/kdn.h"
 
@@ -287,8 +288,8 @@ int reports_open(const Options *o, int total, char *err, size_t size) {
     return 0;
 }
 
-/* With the handler's signals blocked, so it never sees a half-renamed state. */
-static sigset_t block_signals(void) {
+/* end_signals.h: blocked, the handler never sees a half-renamed state. */
+sigset_t block_end_signals(void) {
     sigset_t all, old;
     sigemptyset(&all);
     sigaddset(&all, SIGINT), sigaddset(&all, SIGTERM), sigaddset(&all, SIGPIPE), sigaddset(&all, SIGHUP);
@@ -303,7 +304,7 @@ void reports_progress(const TestResult *r, int n) {
 }
 
 int reports_close(const TestResult *r, int n) {
-    sigset_t old = block_signals();
+    sigset_t old = block_end_signals();
     int rc = 0;
     for (int i = 0; i < N_OUTPUTS; i++) {
         Output *out = &outputs[i];

@@ -3,6 +3,7 @@
 #include "tensors.h"
 
 #include "internal.h"
+#include "end_signals.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -50,6 +51,24 @@ static size_t element_count(int ndim, const size_t *shape) {
     return n;
 }
 
+/* tmp written whole (the 10-byte preamble, the dict padded to `header`, the
+ * data), then renamed to path; on any error tmp is removed and -1 returned
+ * with errno set. */
+static int write_renamed(const char *tmp, const char *path, const unsigned char *pre, const char *dict, size_t len,
+                         size_t header, const void *data, int word, size_t n) {
+    FILE *f = fopen(tmp, "wb");
+    if (!f) return -1;
+    int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, len, f) == len;
+    for (size_t i = len; ok && i + 1 < header; i++) ok = fputc(' ', f) != EOF;
+    ok = ok && fputc('\n', f) != EOF && fwrite(data, (size_t)word, n, f) == n;
+    if (fclose(f) != 0) ok = 0;
+    if (ok && rename(tmp, path) == 0) return 0;
+    int why = errno;
+    unlink(tmp);
+    errno = why;
+    return -1;
+}
+
 int npy_write(const char *path, const void *data, int word, int ndim, const size_t *shape, char *err, size_t size) {
     char tuple[NPY_MAX_DIMS * 24 + 8], dict[NPY_MAX_DIMS * 24 + 96];
     shape_tuple(ndim, shape, tuple, sizeof tuple);
@@ -62,18 +81,12 @@ int npy_write(const char *path, const void *data, int word, int ndim, const size
     pre[8] = (unsigned char)(header & 0xff), pre[9] = (unsigned char)(header >> 8);
     char tmp[4200]; /* written whole, then renamed: a reader never sees half a file */
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
-    if (!f) return fail(err, size, "cannot write %s: %s", path, strerror(errno));
-    size_t n = element_count(ndim, shape);
-    int ok = fwrite(pre, 1, 10, f) == 10 && fwrite(dict, 1, (size_t)len, f) == (size_t)len;
-    for (size_t i = (size_t)len; ok && i + 1 < header; i++) ok = fputc(' ', f) != EOF;
-    ok = ok && fputc('\n', f) != EOF && fwrite(data, (size_t)word, n, f) == n;
-    if (fclose(f) != 0) ok = 0;
-    if (ok && rename(tmp, path) != 0) ok = 0;
-    if (ok) return 0;
+    /* a signal waits until the temp file is renamed or removed: none is left behind */
+    sigset_t old = block_end_signals();
+    int rc = write_renamed(tmp, path, pre, dict, (size_t)len, header, data, word, element_count(ndim, shape));
     int why = errno;
-    unlink(tmp);
-    return fail(err, size, "writing %s failed: %s", path, strerror(why));
+    sigprocmask(SIG_SETMASK, &old, NULL);
+    return rc ? fail(err, size, "writing %s failed: %s", path, strerror(why)) : 0;
 }
 
 /* The value of 'key' in a header dict: the text after its colon. */
