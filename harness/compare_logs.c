@@ -36,24 +36,6 @@ enum {
     TIME,     /* a median time: slower past --time-threshold on the same device */
 };
 
-/* The log's columns in order, as LOG_COLUMNS names them: a new column is one
- * line here (and its value in report.c). */
-#define LOG_COLUMN_TABLE(X)              \
-    X(PHASE_COL, "phase", PHASE, SHOWN)  \
-    X(NAME, "name", KEY, SHOWN)          \
-    X(VARIANT, "variant", KEY, SHOWN)    \
-    X(SHAPE, "shape", TEXT, SHOWN)       \
-    X(MAX_DIFF, "max_diff", MEASURE, ERROR) \
-    X(WORST, "worst", TEXT, SHOWN)       \
-    X(NREL, "nrel", RATIO, ERROR)        \
-    X(NMSE, "nmse", RATIO, SHOWN)        \
-    X(ATOL, "atol", MEASURE, BOUND)      \
-    X(RTOL, "rtol", MEASURE, BOUND)      \
-    X(NREL_TOL, "nrel_tol", MEASURE, BOUND) \
-    X(STATUS_COL, "status", STATUS, SHOWN) \
-    X(MEDIAN, "median_us", TIMING, TIME) \
-    X(MIN, "min_us", TIMING, SHOWN)
-
 #define AS_ENUM(id, name, kind, judged) COL_##id,
 enum { LOG_COLUMN_TABLE(AS_ENUM) N_COLUMNS };
 #define COUNT_JUDGED(id, name, kind, judged) +((judged) != SHOWN)

@@ -156,8 +156,28 @@ void test_error(Ctx *c, const char *fmt, ...);
 
 /* ---- reports (report.c, compare_logs.c) ---------------------------------- */
 #define LOG_MAGIC "# test_deltanet log v2"
-#define LOG_COLUMNS \
-    "phase\tname\tvariant\tshape\tmax_diff\tworst\tnrel\tnmse\tatol\trtol\tnrel_tol\tstatus\tmedian_us\tmin_us"
+/* The log's columns in order, one line each: X(id, name, kind, judged), kind
+ * saying what the column holds and judged how --compare compares it (their
+ * values: compare_logs.c). report.c writes a row's values in this order; the
+ * column line is made from the names here. */
+#define LOG_COLUMN_TABLE(X)                  \
+    X(PHASE_COL, "phase", PHASE, SHOWN)      \
+    X(NAME, "name", KEY, SHOWN)              \
+    X(VARIANT, "variant", KEY, SHOWN)        \
+    X(SHAPE, "shape", TEXT, SHOWN)           \
+    X(MAX_DIFF, "max_diff", MEASURE, ERROR)  \
+    X(WORST, "worst", TEXT, SHOWN)           \
+    X(NREL, "nrel", RATIO, ERROR)            \
+    X(NMSE, "nmse", RATIO, SHOWN)            \
+    X(ATOL, "atol", MEASURE, BOUND)          \
+    X(RTOL, "rtol", MEASURE, BOUND)          \
+    X(NREL_TOL, "nrel_tol", MEASURE, BOUND)  \
+    X(STATUS_COL, "status", STATUS, SHOWN)   \
+    X(MEDIAN, "median_us", TIMING, TIME)     \
+    X(MIN, "min_us", TIMING, SHOWN)
+#define LOG_COLUMN_WITH_TAB(id, name, kind, judged) "\t" name
+/* "phase\tname\t...\tmin_us": the names joined by tabs (past the first tab) */
+#define LOG_COLUMNS (LOG_COLUMN_TABLE(LOG_COLUMN_WITH_TAB) + 1)
 #define LOG_END "# end\t" /* last line: "# end\t<rows>", so a log cut between rows is seen */
 /* "# incomplete\t<why>" before the end line of a run cut short (a signal):
  * its rows are true, but tests are missing; --compare refuses it. */
