@@ -97,8 +97,8 @@ void kdn_chunk_buffers_carve(void *workspace, const KdnShape *s, KdnChunkBuffers
 void kdn_deltanet_two_launch(const KdnShape *s, const KdnChunkBuffers *b, const float *q, const float *k,
                              const float *v, const float *g, const float *beta, const float *state_in, float *o,
                              float *state_out) {
-    kdn_intra_chunk_fused(s, q, k, v, g, beta, b->gamma, b->Tinv, b->U, b->W, b->P);
-    kdn_state_chunks_fused(s, 0, CEIL_DIV(s->T, s->chunk), q, k, b->gamma, b->U, b->W, b->P, state_in, state_out,
+    kdn_two_launch_intra(s, q, k, v, g, beta, b->gamma, b->Tinv, b->U, b->W, b->P);
+    kdn_two_launch_state(s, 0, CEIL_DIV(s->T, s->chunk), q, k, b->gamma, b->U, b->W, b->P, state_in, state_out,
                            o);
 }
 

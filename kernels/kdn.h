@@ -120,8 +120,8 @@ void kdn_deltanet_recurrent_call(const KdnRecurrentCall *c);
  * contiguous rows and strides st[0..2] (floats) for dims 1..3. */
 void kdn_gather_strided(const float *src, const long ne[4], const long st[3], float scale, float *dst);
 
-/* Fused chunked kernel: the whole layer in one launch. */
-void kdn_deltanet_fused(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+/* One-launch chunked kernel: the whole layer in one launch. */
+void kdn_deltanet_one_launch(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                         const float *beta, const float *state_in, float *o, float *state_out);
 
 /* Two-launch form. n_chunks = ceil(T / C); chunk index
@@ -131,14 +131,14 @@ void kdn_deltanet_fused(const KdnShape *s, const float *q, const float *k, const
  *   gamma [ci][C]   Tinv [ci][C][C]   U [ci][C][D_v]   W [ci][C][D_k]
  *   P [ci][C][C] = (q_i . k_j) exp(gamma_i - gamma_j) for j <= i, else 0
  * 1) every chunk of every head and sequence in parallel, one launch: */
-void kdn_intra_chunk_fused(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+void kdn_two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                            const float *beta, float *gamma, float *Tinv, float *U, float *W, float *P);
 /* 2) chunks c0 <= c < c1 of every head and sequence, one launch: the outputs
  * of those chunks' tokens and the state carried through them. state_in (ggml
  * layout) is the state at chunk c0's start; state_out (which may be the same
  * buffer) receives the state after chunk c1 - 1; o is written for the tokens
  * of chunks c0..c1-1 only. */
-void kdn_state_chunks_fused(const KdnShape *s, int c0, int c1, const float *q, const float *k, const float *gamma,
+void kdn_two_launch_state(const KdnShape *s, int c0, int c1, const float *q, const float *k, const float *gamma,
                             const float *U, const float *W, const float *P, const float *state_in, float *state_out,
                             float *o);
 
@@ -152,7 +152,7 @@ typedef struct {
  * their places in a workspace of that size. */
 size_t kdn_chunk_buffers_bytes(const KdnShape *s);
 void kdn_chunk_buffers_carve(void *workspace, const KdnShape *s, KdnChunkBuffers *b);
-/* The layer in two launches: kdn_intra_chunk_fused, then kdn_state_chunks_fused over all chunks. */
+/* The layer in two launches: kdn_two_launch_intra, then kdn_two_launch_state over all chunks. */
 void kdn_deltanet_two_launch(const KdnShape *s, const KdnChunkBuffers *b, const float *q, const float *k,
                              const float *v, const float *g, const float *beta, const float *state_in, float *o,
                              float *state_out);

@@ -85,10 +85,10 @@ static void t_intra_chunk(const Test *t, Ctx *c) {
     expect_close(c, "W", cc.w.W, cc.r.W, n, cc.dk, t->tol);
 }
 
-/* The fused intra-chunk kernel on every chunk of every head and sequence of
+/* The two-launch intra-chunk kernel on every chunk of every head and sequence of
  * the shape at once, against ref_chunk_intra on each chunk's inputs (padded
  * rows and columns must be exactly 0). */
-static void check_intra_fused(const Test *t, Ctx *c, const Shape *shape) {
+static void check_two_launch_intra(const Test *t, Ctx *c, const Shape *shape) {
     DnData d;
     DnDevice dd;
     Shape sh = dn_setup(c, shape, &d, &dd);
@@ -96,7 +96,7 @@ static void check_intra_fused(const Test *t, Ctx *c, const Shape *shape) {
     int nch = two_launch_chunks(s), C = s->chunk;
     size_t chunks = (size_t)nch * s->n_seqs * s->H_v;
     ChunkQuantities *w = two_launch_prepare(c, s);
-    kdn_intra_chunk_fused(s, dd.q, dd.k, dd.v, dd.g, dd.beta, w->gamma, w->Tinv, w->U, w->W, w->P);
+    kdn_two_launch_intra(s, dd.q, dd.k, dd.v, dd.g, dd.beta, w->gamma, w->Tinv, w->U, w->W, w->P);
     double *gamma = host_d(c, chunks * C), *Tinv = host_d(c, chunks * C * C);
     double *U = host_d(c, chunks * C * s->D_v), *W = host_d(c, chunks * C * s->D_k), *P = host_d(c, chunks * C * C);
     RefChunkWork rw = ref_chunk_work(c, s);
@@ -117,18 +117,18 @@ static void check_intra_fused(const Test *t, Ctx *c, const Shape *shape) {
 }
 
 /* The row's shape with each grouped-head mapping in turn. */
-static void t_intra_fused_maps(const Test *t, Ctx *c) {
+static void t_two_launch_intra_maps(const Test *t, Ctx *c) {
     Shape sh = t->shape;
     for (int map = HEAD_MAP_TILED; map <= HEAD_MAP_BLOCK && !test_failed(c); map++) {
         sh.head_map = map;
-        check_intra_fused(t, c, &sh);
+        check_two_launch_intra(t, c, &sh);
     }
     sh = dn_backend_shape(&t->shape);
     sh.head_map = HEAD_MAP_BOTH;
     dn_describe(c, &sh);
 }
 
-static void t_intra_fused(const Test *t, Ctx *c) { check_intra_fused(t, c, &t->shape); }
+static void t_two_launch_intra(const Test *t, Ctx *c) { check_two_launch_intra(t, c, &t->shape); }
 
 /* Gathers chunk ch of (seq, h) from the device tensors into the unfused
  * pipeline's contiguous scratch, as its run_chunk does. Returns n. */
@@ -157,7 +157,7 @@ static void take_unfused(Ctx *c, const ChunkWork *w, int n, float *buf, RefChunk
     rw->n = n;
 }
 
-/* The fused intra-chunk kernel against the unfused phase-6 steps
+/* The two-launch intra-chunk kernel against the unfused phase-6 steps
  * (step_attn_pre, step_solve, step_wy) run chunk by chunk on the same device
  * inputs: two float computations of the same quantities. */
 static void t_intra_fused_vs_unfused(const Test *t, Ctx *c) {
@@ -168,7 +168,7 @@ static void t_intra_fused_vs_unfused(const Test *t, Ctx *c) {
     int nch = two_launch_chunks(s), C = s->chunk;
     size_t chunks = (size_t)nch * s->n_seqs * s->H_v;
     ChunkQuantities *fw = two_launch_prepare(c, s);
-    kdn_intra_chunk_fused(s, dd.q, dd.k, dd.v, dd.g, dd.beta, fw->gamma, fw->Tinv, fw->U, fw->W, fw->P);
+    kdn_two_launch_intra(s, dd.q, dd.k, dd.v, dd.g, dd.beta, fw->gamma, fw->Tinv, fw->U, fw->W, fw->P);
     double *gamma = host_d(c, chunks * C), *Tinv = host_d(c, chunks * C * C);
     double *U = host_d(c, chunks * C * s->D_v), *W = host_d(c, chunks * C * s->D_k);
     ChunkWork w;
@@ -200,12 +200,12 @@ static const Test tests[] = {
     {6, "solve_causal_identity", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_solve_causal_identity},
     {6, "intra_chunk_small", "unfused", TOL_CHUNK, {.chunk = 16, .D_k = 16, .D_v = 16}, t_intra_chunk},
     {6, "intra_chunk", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_intra_chunk},
-    {6, "intra_chunk_fused", "fused", TOL_CHUNK,
-     {.T = 101, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 80, .chunk = 64}, t_intra_fused_maps},
-    {6, "intra_chunk_fused_c32_strong", "fused", TOL_CHUNK,
+    {6, "two_launch_intra", "two_launch", TOL_CHUNK,
+     {.T = 101, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 80, .chunk = 64}, t_two_launch_intra_maps},
+    {6, "two_launch_intra_c32_strong", "two_launch", TOL_CHUNK,
      {.T = 80, .n_seqs = 1, .H_k = 1, .H_v = 2, .D_k = 64, .D_v = 64, .chunk = 32, .decay = DECAY_STRONG},
-     t_intra_fused},
-    {6, "intra_chunk_fused_vs_unfused", "fused", TOL_CHUNK,
+     t_two_launch_intra},
+    {6, "two_launch_intra_vs_unfused", "two_launch", TOL_CHUNK,
      {.T = 71, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 80, .chunk = 64, .head_map = HEAD_MAP_BLOCK},
      t_intra_fused_vs_unfused},
 };

@@ -79,11 +79,11 @@ static void t_output_with_state(const Test *t, Ctx *c) {
     if (state_case(t, c, &w, &St, &O, &St1, &n) == 0) expect_close(c, "o", w.o, O, n, w.D_v, t->tol);
 }
 
-/* Chunk c0 = shape.m of every head and sequence through the fused state
+/* Chunk c0 = shape.m of every head and sequence through the two-launch state
  * kernel (c1 = c0 + 1) from random states, fed the reference's gamma, U, W and P
  * rounded to float: the chunk's outputs and the state after it against
  * ref_chunk_state. */
-static void t_state_chunk_fused(const Test *t, Ctx *c) {
+static void t_two_launch_state_chunk(const Test *t, Ctx *c) {
     int c0 = t->shape.m, C = t->shape.chunk;
     if ((long)c0 * C >= t->shape.T) { /* --set T: the chunk checked must exist */
         test_skip(c, "the test checks chunk %d, tokens %d..%d, and T = %d ends before it", c0, c0 * C,
@@ -128,7 +128,7 @@ static void t_state_chunk_fused(const Test *t, Ctx *c) {
         kdn_upload(dev[a], f, len[a] * sizeof(float));
     }
     float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
-    kdn_state_chunks_fused(s, c0, c0 + 1, dd.q, dd.k, w->gamma, w->U, w->W, w->P, dd.state, s_out, o);
+    kdn_two_launch_state(s, c0, c0 + 1, dd.q, dd.k, w->gamma, w->U, w->W, w->P, dd.state, s_out, o);
     dn_describe(c, &sh);
     if (dev_sync(c) != 0) return;
     int n = s->T - c0 * C < C ? s->T - c0 * C : C;
@@ -166,10 +166,10 @@ static void t_state_chunks_all(const Test *t, Ctx *c) {
 static const Test tests[] = {
     {7, "state_update", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_state_update},
     {7, "output_with_state", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_output_with_state},
-    {7, "state_chunk_fused", "fused", TOL_CHUNK,
+    {7, "two_launch_state_chunk", "two_launch", TOL_CHUNK,
      {.m = 1, .T = 150, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 72, .chunk = 64, .state = 1},
-     t_state_chunk_fused},
-    {7, "state_chunks_fused_all", "fused", TOL_CHUNK,
+     t_two_launch_state_chunk},
+    {7, "two_launch_state_all", "two_launch", TOL_CHUNK,
      {.T = 150, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 128, .chunk = 64, .state = 1}, t_state_chunks_all},
 };
 

@@ -34,15 +34,15 @@ static void recurrent_run(void *w, const KdnShape *s, const float *q, const floa
     kdn_deltanet_recurrent(s, q, k, v, g, beta, state_in, o, state_out);
 }
 
-static void fused_run(void *w, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+static void one_launch_run(void *w, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                       const float *beta, const float *state_in, float *o, float *state_out) {
     (void)w;
-    kdn_deltanet_fused(s, q, k, v, g, beta, state_in, o, state_out);
+    kdn_deltanet_one_launch(s, q, k, v, g, beta, state_in, o, state_out);
 }
 
 static const Layer UNFUSED = {"unfused", unfused_prepare, unfused_run};
 static const Layer RECURRENT = {"recurrent", NULL, recurrent_run};
-static const Layer FUSED = {"fused", NULL, fused_run};
+static const Layer ONE_LAUNCH = {"one_launch", NULL, one_launch_run};
 static const Layer TWO_LAUNCH = {"two_launch", two_launch_prepare, deltanet_two_launch};
 static const Layer AUTO = {"auto", two_launch_prepare, deltanet_auto};
 
@@ -100,7 +100,7 @@ static void check_both_maps(const Test *t, Ctx *c, const Layer *layer) {
 static void t_unfused_single(const Test *t, Ctx *c) { check_layer(t, c, &t->shape, &UNFUSED); }
 static void t_unfused_full(const Test *t, Ctx *c) { check_both_maps(t, c, &UNFUSED); }
 static void t_recurrent(const Test *t, Ctx *c) { check_both_maps(t, c, &RECURRENT); }
-static void t_fused(const Test *t, Ctx *c) { check_both_maps(t, c, &FUSED); }
+static void t_one_launch(const Test *t, Ctx *c) { check_both_maps(t, c, &ONE_LAUNCH); }
 static void t_two_launch(const Test *t, Ctx *c) { check_both_maps(t, c, &TWO_LAUNCH); }
 
 /* Two implementations on identical inputs, compared with each other: the
@@ -123,9 +123,9 @@ static void agree(const Test *t, Ctx *c, const Layer *first, const Layer *second
     expect_close(c, "state", s1, dn_widen(c, h2, d.n_state), sh.n_seqs * sh.H_v * sh.D_v, sh.D_k, t->tol);
 }
 
-static void t_fused_vs_unfused(const Test *t, Ctx *c) { agree(t, c, &FUSED, &UNFUSED); }
-static void t_recurrent_vs_fused(const Test *t, Ctx *c) { agree(t, c, &RECURRENT, &FUSED); }
-static void t_two_launch_vs_fused(const Test *t, Ctx *c) { agree(t, c, &TWO_LAUNCH, &FUSED); }
+static void t_fused_vs_unfused(const Test *t, Ctx *c) { agree(t, c, &ONE_LAUNCH, &UNFUSED); }
+static void t_recurrent_vs_one_launch(const Test *t, Ctx *c) { agree(t, c, &RECURRENT, &ONE_LAUNCH); }
+static void t_two_launch_vs_one_launch(const Test *t, Ctx *c) { agree(t, c, &TWO_LAUNCH, &ONE_LAUNCH); }
 /* The automatic choice against the reference, then its launch count: one
  * (recurrent) up to kdn_auto_recurrent_max_t() tokens, two (chunked) past it. */
 static void t_auto(const Test *row, Ctx *c) {
@@ -168,7 +168,7 @@ static void upload_tokens(Ctx *c, const DnData *d, int t0, int n, DnDevice *dd) 
     dd->beta = dev_in(c, "beta", slice_tokens(c, d->beta, s->H_v, s->T, s->n_seqs, t0, n), tok * s->H_v);
 }
 
-/* Chunked prefill of T - shape.m tokens by the fused kernel, then shape.m
+/* Chunked prefill of T - shape.m tokens by the one-launch kernel, then shape.m
  * decode steps of one token each by the recurrent kernel, each starting from
  * the state the previous call left: the prefill outputs, every decode output
  * and the final state must equal the recurrence over all T tokens. */
@@ -188,7 +188,7 @@ static void t_prefill_then_decode(const Test *t, Ctx *c) {
     upload_tokens(c, &d, 0, prefill, &dd);
     float *o = dev_out(c, "o_prefill", (size_t)prefill * sh.n_seqs * sh.H_v * sh.D_v);
     float *next = dev_out(c, "state_prefill", d.n_state);
-    kdn_deltanet_fused(&ks, dd.q, dd.k, dd.v, dd.g, dd.beta, state, o, next);
+    kdn_deltanet_one_launch(&ks, dd.q, dd.k, dd.v, dd.g, dd.beta, state, o, next);
     size_t o_tok = (size_t)sh.H_v * sh.D_v;
     double *want_prefill = host_d(c, o_tok * prefill * sh.n_seqs);
     for (int s = 0; s < sh.n_seqs; s++)
@@ -218,7 +218,7 @@ static void t_prefill_then_decode(const Test *t, Ctx *c) {
 /* Shapes the fused kernel cannot run must be refused with a message naming
  * it, and nothing written: C = 128 (its keys alone would need 66 KB of LDS),
  * a chunk that does not split into the kernel's tiles, D_k > 128. */
-static void t_fused_refuses(const Test *t, Ctx *c) {
+static void t_one_launch_refuses(const Test *t, Ctx *c) {
     static const int bad[][2] = {{128, 128}, {48, 64}, {64, 192}}; /* {chunk, D_k} */
     for (size_t i = 0; i < sizeof bad / sizeof bad[0] && !test_failed(c); i++) {
         Shape sh = t->shape;
@@ -229,9 +229,9 @@ static void t_fused_refuses(const Test *t, Ctx *c) {
         dn_generate(c, &sh, &d);
         dn_upload(c, &d, &dd);
         float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
-        kdn_deltanet_fused(&d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
+        kdn_deltanet_one_launch(&d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
         const char *why = kdn_sync();
-        if (!why || !strstr(why, "kernel_deltanet_fused")) {
+        if (!why || !strstr(why, "kernel_deltanet_one_launch")) {
             test_fail(c, "chunk %d, D_k %d: not refused", sh.chunk, sh.D_k);
             return;
         }
@@ -255,7 +255,7 @@ static void t_fused_refuses(const Test *t, Ctx *c) {
  * against the double-precision recurrence on two heads (the first of the
  * first sequence, the last of the last: the recurrence over every head of
  * T = 16384, B = 4 would take minutes on the host), and on every head against
- * the fused kernel, itself checked against the reference on all heads by the
+ * the one-launch kernel, itself checked against the reference on all heads by the
  * rows above. */
 static void check_heads(const Test *t, Ctx *c, const DnData *d, const char *label, const float *o_dev,
                         const float *s_dev) {
@@ -346,7 +346,7 @@ static void t_compare(const Test *t, Ctx *c) {
     DnDevice dd;
     dn_generate(c, &sh, &d);
     dn_upload(c, &d, &dd);
-    static const Layer *const impls[] = {&UNFUSED, &RECURRENT, &TWO_LAUNCH, &AUTO, &FUSED};
+    static const Layer *const impls[] = {&UNFUSED, &RECURRENT, &TWO_LAUNCH, &AUTO, &ONE_LAUNCH};
     enum { N_IMPL = sizeof impls / sizeof impls[0] };
     float *o[N_IMPL], *st[N_IMPL];
     for (int i = 0; i < N_IMPL && !test_failed(c); i++) {
@@ -355,17 +355,17 @@ static void t_compare(const Test *t, Ctx *c) {
         call_layer(c, impls[i], &d, &dd, o[i], st[i]);
         if (dev_sync(c) == 0) check_heads(t, c, &d, impls[i]->label, o[i], st[i]);
     }
-    double *o_fused = NULL, *s_fused = NULL;
+    double *o_one_launch = NULL, *s_one_launch = NULL;
     if (!test_failed(c)) {
         float *tmp = host_f(c, d.n_v > d.n_state ? d.n_v : d.n_state);
         download(c, tmp, o[N_IMPL - 1], d.n_v);
-        o_fused = dn_widen(c, tmp, d.n_v);
+        o_one_launch = dn_widen(c, tmp, d.n_v);
         download(c, tmp, st[N_IMPL - 1], d.n_state);
-        s_fused = dn_widen(c, tmp, d.n_state);
+        s_one_launch = dn_widen(c, tmp, d.n_state);
     }
-    for (int i = 0; i < N_IMPL - 1 && o_fused; i++) {
-        expect_close(c, impls[i]->label, o[i], o_fused, sh.T * sh.n_seqs * sh.H_v, sh.D_v, t->tol);
-        expect_close(c, impls[i]->label, st[i], s_fused, sh.n_seqs * sh.H_v * sh.D_v, sh.D_k, t->tol);
+    for (int i = 0; i < N_IMPL - 1 && o_one_launch; i++) {
+        expect_close(c, impls[i]->label, o[i], o_one_launch, sh.T * sh.n_seqs * sh.H_v, sh.D_v, t->tol);
+        expect_close(c, impls[i]->label, st[i], s_one_launch, sh.n_seqs * sh.H_v * sh.D_v, sh.D_k, t->tol);
     }
     if (!test_failed(c) && sh.T == 1) bench_decode_references(c, &d, &dd);
     char note[64] = "";
@@ -382,50 +382,50 @@ static const Test tests[] = {
     {8, "deltanet_single_chunk", "unfused", TOL_CHUNK, {QWEN(64, 1), .state = 1}, t_unfused_single},
     {8, "deltanet_full", "unfused", TOL_CHUNK, {QWEN(200, 2), .state = 1}, t_unfused_full},
     /* token-recurrent kernel: decode (T = 1), a short prompt, odd sizes */
-    {8, "recurrent_decode", "fused", TOL_CHUNK, {QWEN(1, 4), .state = 1}, t_recurrent},
-    {8, "recurrent_prompt", "fused", TOL_CHUNK, {QWEN(130, 2), .state = 1}, t_recurrent},
-    {8, "recurrent_odd_dims", "fused", TOL_CHUNK,
+    {8, "recurrent_decode", "recurrent", TOL_CHUNK, {QWEN(1, 4), .state = 1}, t_recurrent},
+    {8, "recurrent_prompt", "recurrent", TOL_CHUNK, {QWEN(130, 2), .state = 1}, t_recurrent},
+    {8, "recurrent_odd_dims", "recurrent", TOL_CHUNK,
      {.T = 37, .n_seqs = 3, .H_k = 2, .H_v = 6, .D_k = 72, .D_v = 40, .chunk = 64, .state = 1}, t_recurrent},
-    {8, "recurrent_strong_decay", "fused", TOL_CHUNK, {QWEN(70, 1), .decay = DECAY_STRONG, .state = 1}, t_recurrent},
-    /* fused chunked kernel: T around the chunk size, ragged tails, grouped
+    {8, "recurrent_strong_decay", "recurrent", TOL_CHUNK, {QWEN(70, 1), .decay = DECAY_STRONG, .state = 1}, t_recurrent},
+    /* one-launch chunked kernel: T around the chunk size, ragged tails, grouped
      * heads H_v/H_k = 1..4, decay extremes, chunk 32, odd dimensions */
-    {8, "fused_T1", "fused", TOL_CHUNK, {QWEN(1, 2), .state = 1}, t_fused},
-    {8, "fused_T63", "fused", TOL_CHUNK, {QWEN(63, 1), .state = 1}, t_fused},
-    {8, "fused_T64", "fused", TOL_CHUNK, {QWEN(64, 1), .state = 1}, t_fused},
-    {8, "fused_T65", "fused", TOL_CHUNK, {QWEN(65, 1), .state = 1}, t_fused},
-    {8, "fused_ragged", "fused", TOL_CHUNK, {QWEN(300, 3), .state = 1}, t_fused},
-    {8, "fused_gqa1", "fused", TOL_CHUNK, {HEADS(100, 1, 8, 8, 64), .state = 1}, t_fused},
-    {8, "fused_gqa3", "fused", TOL_CHUNK, {HEADS(100, 2, 2, 6, 64), .state = 1}, t_fused},
-    {8, "fused_gqa4", "fused", TOL_CHUNK, {HEADS(100, 1, 4, 16, 64), .state = 1}, t_fused},
-    {8, "fused_strong_decay", "fused", TOL_CHUNK, {QWEN(150, 1), .decay = DECAY_STRONG, .state = 1}, t_fused},
-    {8, "fused_weak_decay", "fused", TOL_CHUNK, {QWEN(150, 1), .decay = DECAY_WEAK, .state = 1}, t_fused},
-    {8, "fused_chunk32", "fused", TOL_CHUNK, {HEADS(150, 2, 16, 32, 32), .state = 1}, t_fused},
-    {8, "fused_chunk32_T31", "fused", TOL_CHUNK, {HEADS(31, 1, 16, 32, 32), .state = 1}, t_fused},
-    {8, "fused_chunk32_T32", "fused", TOL_CHUNK, {HEADS(32, 1, 16, 32, 32), .state = 1}, t_fused},
-    {8, "fused_chunk32_T33", "fused", TOL_CHUNK, {HEADS(33, 2, 16, 32, 32), .state = 1}, t_fused},
-    {8, "fused_c32_strong_decay", "fused", TOL_CHUNK,
-     {HEADS(100, 1, 16, 32, 32), .decay = DECAY_STRONG, .state = 1}, t_fused},
+    {8, "one_launch_T1", "one_launch", TOL_CHUNK, {QWEN(1, 2), .state = 1}, t_one_launch},
+    {8, "one_launch_T63", "one_launch", TOL_CHUNK, {QWEN(63, 1), .state = 1}, t_one_launch},
+    {8, "one_launch_T64", "one_launch", TOL_CHUNK, {QWEN(64, 1), .state = 1}, t_one_launch},
+    {8, "one_launch_T65", "one_launch", TOL_CHUNK, {QWEN(65, 1), .state = 1}, t_one_launch},
+    {8, "one_launch_ragged", "one_launch", TOL_CHUNK, {QWEN(300, 3), .state = 1}, t_one_launch},
+    {8, "one_launch_gqa1", "one_launch", TOL_CHUNK, {HEADS(100, 1, 8, 8, 64), .state = 1}, t_one_launch},
+    {8, "one_launch_gqa3", "one_launch", TOL_CHUNK, {HEADS(100, 2, 2, 6, 64), .state = 1}, t_one_launch},
+    {8, "one_launch_gqa4", "one_launch", TOL_CHUNK, {HEADS(100, 1, 4, 16, 64), .state = 1}, t_one_launch},
+    {8, "one_launch_strong_decay", "one_launch", TOL_CHUNK, {QWEN(150, 1), .decay = DECAY_STRONG, .state = 1}, t_one_launch},
+    {8, "one_launch_weak_decay", "one_launch", TOL_CHUNK, {QWEN(150, 1), .decay = DECAY_WEAK, .state = 1}, t_one_launch},
+    {8, "one_launch_chunk32", "one_launch", TOL_CHUNK, {HEADS(150, 2, 16, 32, 32), .state = 1}, t_one_launch},
+    {8, "one_launch_chunk32_T31", "one_launch", TOL_CHUNK, {HEADS(31, 1, 16, 32, 32), .state = 1}, t_one_launch},
+    {8, "one_launch_chunk32_T32", "one_launch", TOL_CHUNK, {HEADS(32, 1, 16, 32, 32), .state = 1}, t_one_launch},
+    {8, "one_launch_chunk32_T33", "one_launch", TOL_CHUNK, {HEADS(33, 2, 16, 32, 32), .state = 1}, t_one_launch},
+    {8, "one_launch_c32_strong_decay", "one_launch", TOL_CHUNK,
+     {HEADS(100, 1, 16, 32, 32), .decay = DECAY_STRONG, .state = 1}, t_one_launch},
     /* an initial state 1000x larger (outputs in the thousands): correct kernels
      * must pass, as the element bound scales with the output's RMS */
-    {8, "recurrent_state_x1000", "fused", TOL_CHUNK, {QWEN(70, 1), .state = 1000}, t_recurrent},
-    {8, "fused_state_x1000", "fused", TOL_CHUNK, {QWEN(150, 1), .decay = DECAY_WEAK, .state = 1000}, t_fused},
-    {8, "two_launch_state_x1000", "fused", TOL_CHUNK, {QWEN(130, 1), .decay = DECAY_WEAK, .state = 1000}, t_two_launch},
-    {8, "fused_odd_dims", "fused", TOL_CHUNK,
-     {.T = 77, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 72, .D_v = 40, .chunk = 64, .state = 1}, t_fused},
-    {8, "fused_vs_unfused", "fused", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_fused_vs_unfused},
-    {8, "recurrent_vs_fused", "fused", TOL_CHUNK, {QWEN(64, 2), .state = 1}, t_recurrent_vs_fused},
-    {8, "prefill_then_decode", "fused", TOL_CHUNK, {QWEN(100, 2), .m = 4, .state = 1}, t_prefill_then_decode},
-    {8, "fused_refuses", "fused", TOL_EXACT, {.T = 10, .n_seqs = 1, .H_k = 1, .H_v = 2, .D_v = 16, .state = 1},
-     t_fused_refuses},
+    {8, "recurrent_state_x1000", "recurrent", TOL_CHUNK, {QWEN(70, 1), .state = 1000}, t_recurrent},
+    {8, "one_launch_state_x1000", "one_launch", TOL_CHUNK, {QWEN(150, 1), .decay = DECAY_WEAK, .state = 1000}, t_one_launch},
+    {8, "two_launch_state_x1000", "two_launch", TOL_CHUNK, {QWEN(130, 1), .decay = DECAY_WEAK, .state = 1000}, t_two_launch},
+    {8, "one_launch_odd_dims", "one_launch", TOL_CHUNK,
+     {.T = 77, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 72, .D_v = 40, .chunk = 64, .state = 1}, t_one_launch},
+    {8, "one_launch_vs_unfused", "one_launch", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_fused_vs_unfused},
+    {8, "recurrent_vs_one_launch", "recurrent", TOL_CHUNK, {QWEN(64, 2), .state = 1}, t_recurrent_vs_one_launch},
+    {8, "prefill_then_decode", "one_launch", TOL_CHUNK, {QWEN(100, 2), .m = 4, .state = 1}, t_prefill_then_decode},
+    {8, "one_launch_refuses", "one_launch", TOL_EXACT, {.T = 10, .n_seqs = 1, .H_k = 1, .H_v = 2, .D_v = 16, .state = 1},
+     t_one_launch_refuses},
     /* the two-launch form: chunk-parallel intra-chunk kernel, then the state pass */
-    {8, "two_launch_ragged", "fused", TOL_CHUNK, {QWEN(200, 2), .state = 1}, t_two_launch},
-    {8, "two_launch_T1", "fused", TOL_CHUNK, {QWEN(1, 2), .state = 1}, t_two_launch},
-    {8, "two_launch_gqa3_c32", "fused", TOL_CHUNK, {HEADS(100, 2, 2, 6, 32), .state = 1}, t_two_launch},
-    {8, "two_launch_strong_decay", "fused", TOL_CHUNK, {QWEN(130, 1), .decay = DECAY_STRONG, .state = 1}, t_two_launch},
-    {8, "two_launch_vs_fused", "fused", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_two_launch_vs_fused},
+    {8, "two_launch_ragged", "two_launch", TOL_CHUNK, {QWEN(200, 2), .state = 1}, t_two_launch},
+    {8, "two_launch_T1", "two_launch", TOL_CHUNK, {QWEN(1, 2), .state = 1}, t_two_launch},
+    {8, "two_launch_gqa3_c32", "two_launch", TOL_CHUNK, {HEADS(100, 2, 2, 6, 32), .state = 1}, t_two_launch},
+    {8, "two_launch_strong_decay", "two_launch", TOL_CHUNK, {QWEN(130, 1), .decay = DECAY_STRONG, .state = 1}, t_two_launch},
+    {8, "two_launch_vs_one_launch", "two_launch", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_two_launch_vs_one_launch},
     /* the automatic choice on each side of kdn_auto_recurrent_max_t() (T = split + m) */
-    {8, "auto_short", "fused", TOL_CHUNK, {QWEN(0, 2), .m = 0, .state = 1}, t_auto},
-    {8, "auto_long", "fused", TOL_CHUNK, {QWEN(0, 2), .m = 1, .state = 1}, t_auto},
+    {8, "auto_short", "auto", TOL_CHUNK, {QWEN(0, 2), .m = 0, .state = 1}, t_auto},
+    {8, "auto_long", "auto", TOL_CHUNK, {QWEN(0, 2), .m = 1, .state = 1}, t_auto},
     /* the comparison view: every variant on Qwen3-Next shapes */
     {8, "compare_T1_B1", "all", TOL_CHUNK, {QWEN(1, 1), .state = 1}, t_compare},
     {8, "compare_T1_B4", "all", TOL_CHUNK, {QWEN(1, 4), .state = 1}, t_compare},

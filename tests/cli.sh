@@ -55,11 +55,11 @@ expect 0 "phase 3" --phase 2-3
 checks=$((checks + 1))
 
 # --set: another model's shape (H_v/H_k = 3 at D = 128, short T) runs; impossible ones are usage errors
-expect 0 "Hv=\\(12\\|48\\) " --set H_v=48 --set T=40 --test fused_T64
-expect 0 "2 passed, 0 failed" --set T=3 --test prefill_then_decode --test fused_T1
+expect 0 "Hv=\\(12\\|48\\) " --set H_v=48 --set T=40 --test one_launch_T64
+expect 0 "2 passed, 0 failed" --set T=3 --test prefill_then_decode --test one_launch_T1
 # a test that cannot take the shape is skipped, saying why (it used to abort the run at T=50, fail at T=64)
-expect 0 "^\[SKIP\] phase 7  state_chunk_fused .*--set does not apply: .*T = 50" --set T=50 --test state_chunk_fused
-expect 0 "0 passed, 0 failed, 1 skipped" --set T=64 --test state_chunk_fused
+expect 0 "^\[SKIP\] phase 7  two_launch_state_chunk .*--set does not apply: .*T = 50" --set T=50 --test two_launch_state_chunk
+expect 0 "0 passed, 0 failed, 1 skipped" --set T=64 --test two_launch_state_chunk
 expect 2 "not a multiple of H_k" --set H_v=20 --phase 8
 expect 2 "D_k out of range: D_k is 1 to 128" --set D_k=256
 expect 2 "T out of range: T is 1 to 1048576" --set T=0

@@ -8,7 +8,7 @@
 #   tests/mutate.sh           the quick subset (make test)
 #   tests/mutate.sh --all     every fault (make mutate; docs/ci.md's nightly job)
 #   tests/mutate.sh --list    the faults, without running them
-#   tests/mutate.sh NAME...   the faults named (shell patterns, e.g. 'barrier:chunk_fused.cpp:37*')
+#   tests/mutate.sh NAME...   the faults named (shell patterns, e.g. 'barrier:deltanet_two_launch.cpp:37*')
 # Barrier faults run their tests under the executor's three schedules
 # (KDN_CPU_SCHEDULE asc, desc, shuffle): a missing barrier shows as a race,
 # which one thread order alone may hide.
@@ -33,24 +33,24 @@ fault() { printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${5:-}" >>"$FAULTS"
 
 # the tests each kernel's faults run (seconds each on the CPU build, not minutes)
 REC='recurrent_decode recurrent_odd_dims recurrent_strong_decay recurrent_state_x1000 compare_T1_B1'
-FUSED='fused_T1 fused_T65 fused_gqa3 fused_chunk32_T33 fused_odd_dims'
-TWO='intra_chunk_fused* state_chunk* two_launch_*'
+ONE_LAUNCH='one_launch_T1 one_launch_T65 one_launch_gqa3 one_launch_chunk32_T33 one_launch_odd_dims'
+TWO='two_launch_*'
 # a term of the layer scaled by 0.999 (a 0.1 % error), per kernel
 fault rec_out_intra kernels/deltanet_recurrent.cpp 's/fmaf\(d, kq, a \* sq\)/fmaf(0.999f * d, kq, a * sq)/' "$REC compare_T1024_B1" quick
 fault rec_out_state kernels/deltanet_recurrent.cpp 's/fmaf\(d, kq, a \* sq\)/fmaf(d, kq, 0.999f * a * sq)/' "$REC"
 fault rec_delta kernels/deltanet_recurrent.cpp 's/const float d = cur.beta \*/const float d = 0.999f * cur.beta */' "$REC"
 fault rec_decay kernels/deltanet_recurrent.cpp 's/S\[r\] = fmaf\(cur.k\[r\], d, a \* S\[r\]\)/S[r] = fmaf(cur.k[r], d, 0.999f * a * S[r])/' "$REC"
 fault rec_decay_after_update kernels/deltanet_recurrent.cpp 's/S\[r\] = fmaf\(cur.k\[r\], d, a \* S\[r\]\)/S[r] = a * fmaf(cur.k[r], d, S[r])/' "$REC"
-fault fused_out_intra kernels/deltanet_fused.cpp 's/fmaf\(L.exp_gamma\[t\], qs\[m\], pd\[m\]\)/fmaf(L.exp_gamma[t], qs[m], 0.999f * pd[m])/' "$FUSED"
-fault fused_out_state kernels/deltanet_fused.cpp 's/fmaf\(L.exp_gamma\[t\], qs\[m\], pd\[m\]\)/fmaf(0.999f * L.exp_gamma[t], qs[m], pd[m])/' "$FUSED"
-fault fused_delta kernels/deltanet_fused.cpp 's/L.rd\[t\]\[b\] = L.beta\[t\] \*/L.rd[t][b] = 0.999f * L.beta[t] */' "$FUSED"
-fault fused_state_decay kernels/deltanet_fused.cpp 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/fmaf(0.999f * total, L.s[i][b], acc[m])/' "$FUSED"
-fault fused_state_update kernels/deltanet_fused.cpp 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/fmaf(total, L.s[i][b], 0.999f * acc[m])/' "$FUSED"
+fault one_launch_out_intra kernels/deltanet_one_launch.cpp 's/fmaf\(L.exp_gamma\[t\], qs\[m\], pd\[m\]\)/fmaf(L.exp_gamma[t], qs[m], 0.999f * pd[m])/' "$ONE_LAUNCH"
+fault one_launch_out_state kernels/deltanet_one_launch.cpp 's/fmaf\(L.exp_gamma\[t\], qs\[m\], pd\[m\]\)/fmaf(0.999f * L.exp_gamma[t], qs[m], pd[m])/' "$ONE_LAUNCH"
+fault one_launch_delta kernels/deltanet_one_launch.cpp 's/L.rd\[t\]\[b\] = L.beta\[t\] \*/L.rd[t][b] = 0.999f * L.beta[t] */' "$ONE_LAUNCH"
+fault one_launch_state_decay kernels/deltanet_one_launch.cpp 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/fmaf(0.999f * total, L.s[i][b], acc[m])/' "$ONE_LAUNCH"
+fault one_launch_state_update kernels/deltanet_one_launch.cpp 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/fmaf(total, L.s[i][b], 0.999f * acc[m])/' "$ONE_LAUNCH"
 # the grouped-head map swapped in the kernels only (the reference keeps its own)
-fault head_map_swapped kernels/heads.h 's/head_map == 0 \? h % H_k/head_map == 1 ? h % H_k/' "fused_gqa3 two_launch_gqa3_c32 recurrent_odd_dims" quick
+fault head_map_swapped kernels/heads.h 's/head_map == 0 \? h % H_k/head_map == 1 ? h % H_k/' "one_launch_gqa3 two_launch_gqa3_c32 recurrent_odd_dims" quick
 # a chunk's tail one token short
-fault fused_tail kernels/deltanet_fused.cpp 's/const int n = T - t0 < C \? T - t0 : C;/const int n = T - t0 < C ? T - t0 - 1 : C;/' "$FUSED" quick
-fault intra_tail kernels/chunk_fused.cpp 's/n = T - t0 < C \? T - t0 : C;/n = T - t0 < C ? T - t0 - 1 : C;/' "$TWO"
+fault one_launch_tail kernels/deltanet_one_launch.cpp 's/const int n = T - t0 < C \? T - t0 : C;/const int n = T - t0 < C ? T - t0 - 1 : C;/' "$ONE_LAUNCH" quick
+fault intra_tail kernels/deltanet_two_launch.cpp 's/n = T - t0 < C \? T - t0 : C;/n = T - t0 < C ? T - t0 - 1 : C;/' "$TWO"
 
 # every barrier of the product kernels and the unfused pipeline's, removed
 barriers() { # barriers FILE TESTS [QUICK_INDICES] [REDUNDANT_INDICES]
@@ -67,17 +67,17 @@ barriers() { # barriers FILE TESTS [QUICK_INDICES] [REDUNDANT_INDICES]
         fault "barrier:$(basename "$1"):$line" "$1" '$n = 0; s/__syncthreads\(\);/++$n == '"$i"' ? "\/* barrier removed *\/;" : $&/ge' "$2" barrier$q
     done
 }
-# quick: two chunk_fused.cpp barriers that survived every test under the
+# quick: two deltanet_two_launch.cpp barriers that survived every test under the
 # ascending-only executor (the 7th and 8th, after phases c and d). Not listed:
-# the 6th (kernel_intra_chunk_fused, between intra_gamma/intra_p_upper and
+# the 6th (kernel_two_launch_intra, between intra_gamma/intra_p_upper and
 # intra_tiles) is redundant: intra_tiles touches only kt/qt (disjoint from
 # gamma/egamma/graw) and its global P entries (disjoint from intra_p_upper's)
 # before its own first barrier, which then orders intra_gamma's writes
 # before any read; its removal lives under asc, desc and shuffle:1
 # (/work/notes/issue15.md; removing it from the kernel needs the gfx906 ISA
 # and H100 timings before and after).
-barriers kernels/chunk_fused.cpp "$TWO" "7 8" "6"
-barriers kernels/deltanet_fused.cpp "$FUSED"
+barriers kernels/deltanet_two_launch.cpp "$TWO" "7 8" "6"
+barriers kernels/deltanet_one_launch.cpp "$ONE_LAUNCH"
 barriers kernels/gemm.cpp 'gemm_*'
 barriers kernels/triangular.cpp 'solve_tri*'
 

@@ -269,19 +269,19 @@ done
 
 # ---- memory: a test that cannot get its memory fails alone, with the byte
 # count, launches nothing, and the run goes on and writes its log
-mem_run() { # WHY PATTERN: $tmp/mem.out from a run of sigmoid and fused_T64
+mem_run() { # WHY PATTERN: $tmp/mem.out from a run of sigmoid and one_launch_T64
     rc=$?
     [ $rc = 1 ] || { cat "$tmp/mem.out" "$tmp/mem.err"; fail "$1: exit status $rc, expected 1 (a failed test)"; }
-    expect "$tmp/mem.out" "^\[FAIL\] phase 8  fused_T64" "$1: the test is not failed"
+    expect "$tmp/mem.out" "^\[FAIL\] phase 8  one_launch_T64" "$1: the test is not failed"
     expect "$tmp/mem.out" "$2" "$1: no byte count"
     expect "$tmp/mem.out" "^\[PASS\] phase 1  sigmoid" "$1: the other test did not pass"
-    expect "$tmp/mem.tsv" "^8	fused_T64	fused	.*	FAIL	" "$1: the log does not hold the failure"
+    expect "$tmp/mem.tsv" "^8	one_launch_T64	one_launch	.*	FAIL	" "$1: the log does not hold the failure"
     expect "$tmp/mem.tsv" "^# end	2$" "$1: the log is not whole"
 }
 command -v prlimit >/dev/null 2>&1 || fail "prlimit not found (Debian: util-linux)"
-prlimit --as=$((1 << 30)) "$bin" --test sigmoid --test fused_T64 --set T=1048576 --log "$tmp/mem.tsv" >"$tmp/mem.out" 2>"$tmp/mem.err"
+prlimit --as=$((1 << 30)) "$bin" --test sigmoid --test one_launch_T64 --set T=1048576 --log "$tmp/mem.tsv" >"$tmp/mem.out" 2>"$tmp/mem.err"
 mem_run "host memory over a 1 GB address-space limit" "out of host memory: an array of [0-9]* bytes"
-FAULT_MALLOC_OVER=100000 LD_PRELOAD=$shim "$bin" --test sigmoid --test fused_T64 --log "$tmp/mem.tsv" >"$tmp/mem.out" 2>"$tmp/mem.err"
+FAULT_MALLOC_OVER=100000 LD_PRELOAD=$shim "$bin" --test sigmoid --test one_launch_T64 --log "$tmp/mem.tsv" >"$tmp/mem.out" 2>"$tmp/mem.err"
 mem_run "device memory over 100 kB (shim)" "out of device memory: buffer 'q' of [0-9]* bytes"
 
 # ---- JUnit: valid against the schema of what it emits, failures included --

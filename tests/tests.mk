@@ -39,8 +39,8 @@ include tests/report.mk
 .PHONY: test-asan test-gfx906 test-schedules mutate
 # Every product kernel (two-launch, one-launch, recurrent) and the unfused
 # pipeline's barrier kernels, under KDN_CPU_SCHEDULE desc and shuffle:1.
-SCHEDULE_TESTS := 'intra_chunk_fused*' 'state_chunk*' 'two_launch_*' fused_T1 fused_T65 fused_gqa3 \
-	fused_chunk32_T33 fused_odd_dims recurrent_decode recurrent_odd_dims 'solve_tri*' 'gemm_*'
+SCHEDULE_TESTS := 'two_launch_*' one_launch_T1 one_launch_T65 one_launch_gqa3 \
+	one_launch_chunk32_T33 one_launch_odd_dims recurrent_decode recurrent_odd_dims 'solve_tri*' 'gemm_*'
 test-schedules:
 	@for s in desc shuffle:1; do \
 	    KDN_CPU_SCHEDULE=$$s build/cpu/test_deltanet $(foreach t,$(SCHEDULE_TESTS),--test $(t)) \

@@ -288,9 +288,9 @@ def waves_per_simd(vgpr, sgpr, lds, wg_threads):
 
 
 LDS_PROBE = {  # kernel -> the struct its launcher passes as dynamic LDS (sizeof at the instantiated C)
-    "kernel_intra_chunk_fused": "IntraLds",
-    "kernel_state_chunks_fused": "StateLds",
-    "kernel_deltanet_fused": "FusedLds",
+    "kernel_two_launch_intra": "IntraLds",
+    "kernel_two_launch_state": "StateLds",
+    "kernel_deltanet_one_launch": "OneLaunchLds",
 }
 
 
@@ -323,8 +323,8 @@ def dynamic_lds(src, names, outdir):
     return {a: int(b) for a, b in (l.split() for l in out.splitlines())}
 
 
-WG_THREADS = {"kernel_intra_chunk_fused": 256, "kernel_state_chunks_fused": 256, "kernel_deltanet_recurrent": 256,
-              "kernel_deltanet_fused": 256}
+WG_THREADS = {"kernel_two_launch_intra": 256, "kernel_two_launch_state": 256, "kernel_deltanet_recurrent": 256,
+              "kernel_deltanet_one_launch": 256}
 
 
 def analyse(outdir):
@@ -414,7 +414,7 @@ H_K, H_V, D_K, D_V, CHUNK = 16, 32, 128, 128, 64
 
 
 def work_intra(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
-    """kernel_intra_chunk_fused: (workgroups, lane FMAs per workgroup, HBM bytes)."""
+    """kernel_two_launch_intra: (workgroups, lane FMAs per workgroup, HBM bytes)."""
     nt = C // 4
     tiles = (2 * nt * (nt - 1) // 2 + 2 * nt) * 16 * Dk                       # phase c: A, P, the diagonal both
     inv = C * 16 * 15 // 2 // 16 * 16                                          # phase d: 16 x 16 diagonal blocks
@@ -431,7 +431,7 @@ def work_intra(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
 
 
 def work_state(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
-    """kernel_state_chunks_fused: a workgroup per 32 state columns of a head."""
+    """kernel_two_launch_state: a workgroup per 32 state columns of a head."""
     chunks = -(-T // C)
     per_chunk = 2 * C * Dk * 32 + C * (C // 2 + 4) * 32 + C * Dk * 32          # G1 ([W; Q] S), G2 (P V_new), G3
     wg = -(-Dv // 32) * H_V * B
@@ -452,8 +452,8 @@ def work_recurrent(T, B, Dk=D_K, Dv=D_V):
 
 # kernel (short name, template arguments), waves/SIMD it is designed for, work function. The recurrent
 # kernel is its decode instantiation: scalar gate, no snapshots in the loop (D_k = 128: R = 8, full rows).
-PRODUCT = [("kernel_intra_chunk_fused", "64, true", 2, work_intra),
-           ("kernel_state_chunks_fused", "64, true", 2, work_state),
+PRODUCT = [("kernel_two_launch_intra", "64, true", 2, work_intra),
+           ("kernel_two_launch_state", "64, true", 2, work_state),
            ("kernel_deltanet_recurrent", "8, true, false, false", 4, work_recurrent)]
 SHAPES = [("prefill", 1024, 1), ("prefill", 1024, 4), ("prefill", 4096, 1), ("prefill", 4096, 4),
           ("prefill", 16384, 1), ("prefill", 16384, 4), ("decode", 1, 1), ("decode", 1, 4), ("decode", 1, 128)]

@@ -1,11 +1,11 @@
-// Phases 6-7, fused: the gated Delta-Net in two launches (docs/algorithm.md).
+// Phases 6-7, the two-launch chunked layer: the gated Delta-Net in two launches (docs/algorithm.md).
 // The first computes every chunk's state-independent quantities at once, the
 // second carries the state through the chunks. kdn.h fixes the buffers:
 // chunk index ci = (seq * H_v + h) * n_chunks + c, per chunk gamma [C],
 // Tinv [C][C], U [C][D_v], W [C][D_k], P [C][C], rows past the chunk's n
 // tokens zero.
 //
-// 1) kernel_intra_chunk_fused
+// 1) kernel_two_launch_intra
 //   grid      (n_chunks, H_v, n_seqs): a workgroup per chunk of one head of
 //             one sequence; chunks are independent, so a 4k-token prompt of
 //             Qwen3-Next (H_v = 32, C = 64) gives 2048 workgroups.
@@ -42,7 +42,7 @@
 //        16 FMAs per row; the loop stops at the thread's last row, as Tinv is
 //        lower triangular.
 //
-// 2) kernel_state_chunks_fused
+// 2) kernel_two_launch_state
 //   grid      (D_v / 32, H_v, n_seqs): a workgroup owns a D_k x 32 slab of one
 //             head's state (state columns are independent) through chunks
 //             c0 .. c1 - 1: read once, written once.
@@ -353,7 +353,7 @@ __device__ void intra_wy(IntraLds<C> &L, const float *src, size_t stride, const 
 }
 
 template <int C, bool kVec>
-__global__ __launch_bounds__(kIntraThreads) void kernel_intra_chunk_fused(
+__global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(
     const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ v,
     const float *__restrict__ g, const float *__restrict__ beta, float *__restrict__ gamma, float *__restrict__ Tinv,
     float *__restrict__ U, float *__restrict__ W, float *__restrict__ P, int T, int H_k, int H_v, int D_k, int D_v,
@@ -406,7 +406,7 @@ struct StateLds {
 };
 
 template <int C, bool kVec>
-__global__ __launch_bounds__(kStateThreads) void kernel_state_chunks_fused(
+__global__ __launch_bounds__(kStateThreads) void kernel_two_launch_state(
     const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ gamma,
     const float *__restrict__ U, const float *__restrict__ W, const float *__restrict__ P, const float *state_in,
     float *state_out, float *__restrict__ o, int T, int H_k, int H_v, int D_k, int D_v, int head_map, int c0, int c1) {
@@ -596,8 +596,8 @@ static void launch_intra(const KdnShape *s, const float *q, const float *k, cons
                          const float *beta, float *gamma, float *Tinv, float *U, float *W, float *P) {
     static_assert(sizeof(IntraLds<C>) <= 64 * 1024, "gfx906 has 64 KB of LDS per workgroup");
     dim3 grid((unsigned)KDN_CEIL_DIV(s->T, C), (unsigned)s->H_v, (unsigned)s->n_seqs);
-    KDN_ALLOW_LDS((kernel_intra_chunk_fused<C, kVec>), sizeof(IntraLds<C>));
-    KDN_LAUNCH((kernel_intra_chunk_fused<C, kVec>), grid, dim3(kIntraThreads), sizeof(IntraLds<C>), q, k, v, g, beta,
+    KDN_ALLOW_LDS((kernel_two_launch_intra<C, kVec>), sizeof(IntraLds<C>));
+    KDN_LAUNCH((kernel_two_launch_intra<C, kVec>), grid, dim3(kIntraThreads), sizeof(IntraLds<C>), q, k, v, g, beta,
                gamma, Tinv, U, W, P, s->T, s->H_k, s->H_v, s->D_k, s->D_v, s->head_map);
 }
 
@@ -610,14 +610,14 @@ static void launch_intra_c(const KdnShape *s, bool vec, const float *q, const fl
         launch_intra<C, false>(s, q, k, v, g, beta, gamma, Tinv, U, W, P);
 }
 
-extern "C" void kdn_intra_chunk_fused(const KdnShape *s, const float *q, const float *k, const float *v,
+extern "C" void kdn_two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v,
                                       const float *g, const float *beta, float *gamma, float *Tinv, float *U,
                                       float *W, float *P) {
     const char *why = unsupported(s);
     const void *ptrs[] = {q, k, v, U, W, P};
     const bool vec = vector_ok(s, ptrs, 6);
     if (why)
-        kdn_launch_refused("kernel_intra_chunk_fused", why);
+        kdn_launch_refused("kernel_two_launch_intra", why);
     else if (s->T == 0)
         return; // no chunk
     else if (s->chunk == 32)
@@ -632,8 +632,8 @@ static void launch_state(const KdnShape *s, int c0, int c1, const float *q, cons
                          float *o) {
     static_assert(sizeof(StateLds<C>) <= 64 * 1024, "gfx906 has 64 KB of LDS per workgroup");
     dim3 grid((unsigned)KDN_CEIL_DIV(s->D_v, kBV), (unsigned)s->H_v, (unsigned)s->n_seqs);
-    KDN_ALLOW_LDS((kernel_state_chunks_fused<C, kVec>), sizeof(StateLds<C>));
-    KDN_LAUNCH((kernel_state_chunks_fused<C, kVec>), grid, dim3(kStateThreads), sizeof(StateLds<C>), q, k, gamma, U,
+    KDN_ALLOW_LDS((kernel_two_launch_state<C, kVec>), sizeof(StateLds<C>));
+    KDN_LAUNCH((kernel_two_launch_state<C, kVec>), grid, dim3(kStateThreads), sizeof(StateLds<C>), q, k, gamma, U,
                W, P, state_in, state_out, o, s->T, s->H_k, s->H_v, s->D_k, s->D_v, s->head_map, c0, c1);
 }
 
@@ -647,7 +647,7 @@ static void launch_state_c(const KdnShape *s, bool vec, int c0, int c1, const fl
         launch_state<C, false>(s, c0, c1, q, k, gamma, U, W, P, state_in, state_out, o);
 }
 
-extern "C" void kdn_state_chunks_fused(const KdnShape *s, int c0, int c1, const float *q, const float *k,
+extern "C" void kdn_two_launch_state(const KdnShape *s, int c0, int c1, const float *q, const float *k,
                                        const float *gamma, const float *U, const float *W, const float *P,
                                        const float *state_in, float *state_out, float *o) {
     const char *why = unsupported(s);
@@ -655,7 +655,7 @@ extern "C" void kdn_state_chunks_fused(const KdnShape *s, int c0, int c1, const 
     const void *ptrs[] = {q, k, U, W, P, state_in, state_out, o};
     const bool vec = vector_ok(s, ptrs, 8);
     if (why)
-        kdn_launch_refused("kernel_state_chunks_fused", why);
+        kdn_launch_refused("kernel_two_launch_state", why);
     else if (s->chunk == 32)
         launch_state_c<32>(s, vec, c0, c1, q, k, gamma, U, W, P, state_in, state_out, o);
     else

@@ -1,4 +1,4 @@
-// Phase 8b: the fused chunked gated Delta-Net: the whole layer (every
+// Phase 8b: the one-launch chunked gated Delta-Net: the whole layer (every
 // sequence, value head and chunk) in one launch. Math: docs/algorithm.md.
 //
 // Work split
@@ -67,7 +67,7 @@ static_assert(kThreads == 2 * kTileThreads, "step 2: one half of the threads per
 static_assert(kGroup % kSolveBlock == 0, "a solve block lies in one slice of kGroup rows");
 
 template <int C>
-struct FusedLds {
+struct OneLaunchLds {
     static_assert(C % 16 == 0 && C % kGroup == 0 && C % kRows == 0 && C % kSolveBlock == 0,
                   "C must split into 16 tiles, the solve's slices and blocks, and the row groups");
     static_assert(kMaxDk % kRows == 0, "the state update's rows split evenly");
@@ -85,7 +85,7 @@ struct FusedLds {
 // one step ahead (for chunk c + 1 while chunk c computes its outputs), so
 // that load_chunk finds them in LDS instead of waiting for memory.
 template <int C>
-__device__ void load_log_decays(FusedLds<C> &L, const float *g, size_t tok0, int n, int h, int H_v) {
+__device__ void load_log_decays(OneLaunchLds<C> &L, const float *g, size_t tok0, int n, int h, int H_v) {
     const int t = (int)threadIdx.x;
     if (t < C) L.graw[t] = t < n ? g[(tok0 + t) * H_v + h] : 0.0f;
 }
@@ -96,7 +96,7 @@ __device__ void load_log_decays(FusedLds<C> &L, const float *g, size_t tok0, int
 // such thread (so all agree on gamma_last bit for bit) and keeps the partial
 // sum at t.
 template <int C>
-__device__ void load_chunk(FusedLds<C> &L, const float *k, const float *beta, size_t tok0, int n, int hk, int h,
+__device__ void load_chunk(OneLaunchLds<C> &L, const float *k, const float *beta, size_t tok0, int n, int hk, int h,
                            int H_k, int H_v, int D_k) {
     const int tid = (int)threadIdx.x;
     if (tid < C) {
@@ -132,7 +132,7 @@ __device__ void load_chunk(FusedLds<C> &L, const float *k, const float *beta, si
 // (half of the threads, whole waves, take each instantiation): choosing it
 // per element made the compiler branch around every query load.
 template <int C, bool kQueries>
-__device__ __forceinline__ void tile_products(FusedLds<C> &L, const float *qc, size_t q_stride, int n, int D_k, int ti, int tj,
+__device__ __forceinline__ void tile_products(OneLaunchLds<C> &L, const float *qc, size_t q_stride, int n, int D_k, int ti, int tj,
                               float (&acc)[C / 16][C / 16]) {
     const int TS = C / 16;
     // Query rows past the chunk's n tokens read row n - 1 instead (finite,
@@ -155,7 +155,7 @@ __device__ __forceinline__ void tile_products(FusedLds<C> &L, const float *qc, s
 }
 
 template <int C>
-__device__ void attention_tiles(FusedLds<C> &L, const float *qc, size_t q_stride, int n, int D_k) {
+__device__ void attention_tiles(OneLaunchLds<C> &L, const float *qc, size_t q_stride, int n, int D_k) {
     const int TS = C / 16;
     const int tt = (int)threadIdx.x % kTileThreads;
     const bool is_p = (int)threadIdx.x >= kTileThreads;
@@ -185,7 +185,7 @@ __device__ void attention_tiles(FusedLds<C> &L, const float *qc, size_t q_stride
 
 // Step 3: R[t][b] = beta_t (v_t[b] - e^gamma_t sum_i K[t][i] S[i][b]).
 template <int C>
-__device__ void delta_rhs(FusedLds<C> &L, const float *vc, size_t v_stride, int n, int D_k, int b0, int D_v) {
+__device__ void delta_rhs(OneLaunchLds<C> &L, const float *vc, size_t v_stride, int n, int D_k, int b0, int D_v) {
     const int MR = C / kRows;
     const int b = (int)threadIdx.x % kBV, t0 = (int)threadIdx.x / kBV;
     float ks[MR];
@@ -214,7 +214,7 @@ __device__ void delta_rhs(FusedLds<C> &L, const float *vc, size_t v_stride, int 
 // their D is 0 and they are not visited (the runtime bound also keeps the
 // compiler from unrolling the block loop and hoisting its lane masks).
 template <int C>
-__device__ void solve_deltas(FusedLds<C> &L, int n) {
+__device__ void solve_deltas(OneLaunchLds<C> &L, int n) {
     const int b = (int)(threadIdx.x / kGroup), r = (int)(threadIdx.x % kGroup);
     const int R = C / kGroup, NB = kSolveBlock;
     float d[R]; // d[m] = D[m * kGroup + r][b]
@@ -264,7 +264,7 @@ __device__ void solve_deltas(FusedLds<C> &L, int n) {
 
 // Step 5: o_t[b] = e^gamma_t (q_t . S[:, b]) + sum_{j <= t} P[t][j] D[j][b].
 template <int C>
-__device__ void chunk_outputs(FusedLds<C> &L, const float *qc, size_t q_stride, float *oc, size_t o_stride, int n,
+__device__ void chunk_outputs(OneLaunchLds<C> &L, const float *qc, size_t q_stride, float *oc, size_t o_stride, int n,
                               int D_k, int b0, int D_v) {
     const int MR = C / kRows;
     const int b = (int)threadIdx.x % kBV, t0 = (int)threadIdx.x / kBV;
@@ -298,7 +298,7 @@ __device__ void chunk_outputs(FusedLds<C> &L, const float *qc, size_t q_stride, 
 // Rows j >= n have D = 0 and are skipped (the runtime bound also keeps the
 // compiler from unrolling the loop and keeping all its loads live at C = 32).
 template <int C>
-__device__ void update_state(FusedLds<C> &L, int n, int D_k) {
+__device__ void update_state(OneLaunchLds<C> &L, int n, int D_k) {
     const int MI = kMaxDk / kRows;
     const float total = L.exp_gamma[C - 1];
     const int b = (int)threadIdx.x % kBV, i0 = (int)threadIdx.x / kBV;
@@ -321,14 +321,14 @@ __device__ void update_state(FusedLds<C> &L, int n, int D_k) {
 // anyway; told so, nvcc stops capping C = 32 at 64 registers (which spilled)
 // and HIP reads it as at least one wave per SIMD, which changes nothing.
 template <int C>
-__global__ __launch_bounds__(kThreads, 1) void kernel_deltanet_fused(const float *__restrict__ q, const float *__restrict__ k,
+__global__ __launch_bounds__(kThreads, 1) void kernel_deltanet_one_launch(const float *__restrict__ q, const float *__restrict__ k,
                                                              const float *__restrict__ v, const float *__restrict__ g,
                                                              const float *__restrict__ beta,
                                                              const float *__restrict__ state_in, float *__restrict__ o,
                                                              float *__restrict__ state_out, int T, int H_k, int H_v,
                                                              int D_k, int D_v, int head_map) {
     KDN_DYNAMIC_SHARED(double, lds_raw);
-    FusedLds<C> &L = *(FusedLds<C> *)lds_raw;
+    OneLaunchLds<C> &L = *(OneLaunchLds<C> *)lds_raw;
     const int tid = (int)threadIdx.x;
     const int b0 = (int)blockIdx.x * kBV, h = (int)blockIdx.y, seq = (int)blockIdx.z;
     const int hk = kdn_key_head(h, H_k, H_v, head_map);
@@ -381,18 +381,18 @@ static const char *unsupported(const KdnShape *s) {
 template <int C>
 static void launch(const KdnShape *s, const float *q, const float *k, const float *v, const float *g, const float *beta,
                    const float *state_in, float *o, float *state_out) {
-    static_assert(sizeof(FusedLds<C>) <= 64 * 1024, "gfx906 has 64 KB of LDS per workgroup");
+    static_assert(sizeof(OneLaunchLds<C>) <= 64 * 1024, "gfx906 has 64 KB of LDS per workgroup");
     dim3 grid((unsigned)KDN_CEIL_DIV(s->D_v, kBV), (unsigned)s->H_v, (unsigned)s->n_seqs);
-    KDN_ALLOW_LDS(kernel_deltanet_fused<C>, sizeof(FusedLds<C>));
-    KDN_LAUNCH(kernel_deltanet_fused<C>, grid, dim3(kThreads), sizeof(FusedLds<C>), q, k, v, g, beta, state_in, o, state_out, s->T,
+    KDN_ALLOW_LDS(kernel_deltanet_one_launch<C>, sizeof(OneLaunchLds<C>));
+    KDN_LAUNCH(kernel_deltanet_one_launch<C>, grid, dim3(kThreads), sizeof(OneLaunchLds<C>), q, k, v, g, beta, state_in, o, state_out, s->T,
                s->H_k, s->H_v, s->D_k, s->D_v, s->head_map);
 }
 
-extern "C" void kdn_deltanet_fused(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+extern "C" void kdn_deltanet_one_launch(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                                    const float *beta, const float *state_in, float *o, float *state_out) {
     const char *why = unsupported(s);
     if (why)
-        kdn_launch_refused("kernel_deltanet_fused", why);
+        kdn_launch_refused("kernel_deltanet_one_launch", why);
     else if (s->chunk == 32)
         launch<32>(s, q, k, v, g, beta, state_in, o, state_out);
     else
