@@ -19,13 +19,28 @@ typedef struct {
     double nrel; /* normwise bound; 0: none */
 } Tol;
 
-/* Shape parameters. Phases 1-7 use n, m, k; the Delta-Net tests the rest. */
+/* A test's case parameters: each field has one meaning (0: the test does
+ * not use it). Phases 1-3 size their building-block operands with the
+ * first group; the Delta-Net tests (phases 4-8) use the rest. */
 typedef struct {
-    int n, m, k;
+    int len;        /* a vector operation's elements; cumsum: tokens per segment */
+    int rows, cols; /* a matrix operand (broadcast_mul, transpose; GEMM: the M x N output) */
+    int inner;      /* GEMM: the summed dimension K */
+    int order;      /* an order x order matrix (masks, the triangular system) */
+    int rhs;        /* triangular solve: right-hand sides (columns of B and X) */
+    int count;      /* independent problems in one launch: cumsum segments, decay-mask heads */
     int T, n_seqs, H_k, H_v, D_k, D_v, chunk;
     int head_map; /* HEAD_MAP_* */
     int decay;    /* DECAY_*: which log-decays the inputs draw */
     int state;    /* initial state's scale: 0 zero, s > 0 entries N(0, (0.3 s)^2) */
+    int chunk_index;  /* a single-chunk test (phase 7): the chunk it checks */
+    int decode_steps; /* prefill_then_decode: one-token recurrent steps after the prefill */
+    int past_split;   /* auto_*: T = the backend's recurrent/chunked split + past_split */
+    /* the library's entry point (gdn_* rows, phases/phase8_gdn.c) */
+    int kda;       /* 1: the per-key-dimension gate g [D_k, H_v, T, n_seqs]; 0: scalar */
+    int permuted;  /* 1: q, k, v passed as non-contiguous views */
+    int snapshots; /* K: state snapshots in dst (>= 1) */
+    int path;      /* kdn_path the call asks for (0: KDN_PATH_AUTO) */
 } Shape;
 
 enum { HEAD_MAP_TILED = 0, HEAD_MAP_BLOCK = 1, HEAD_MAP_BOTH = 2 /* a test that runs each */ };

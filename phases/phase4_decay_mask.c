@@ -9,7 +9,7 @@
  * and rounded once, so the test sees the mask kernel alone. */
 static void t_decay_mask(const Test *t, Ctx *c) {
     Shape sh = dn_chunk_shape(&t->shape);
-    int n = sh.chunk, count = t->shape.m;
+    int n = sh.chunk, count = t->shape.count;
     sh.H_k = sh.H_v = count;
     DnData d;
     dn_generate(c, &sh, &d);
@@ -29,8 +29,8 @@ static void t_decay_mask(const Test *t, Ctx *c) {
 }
 
 static const Test tests[] = {
-    {4, "decay_mask_small", "unfused", TOL_TRANSC, {.chunk = 16, .m = 1, .D_k = 16, .D_v = 16}, t_decay_mask},
-    {4, "decay_mask_64", "unfused", TOL_TRANSC, {.chunk = 64, .m = 8, .D_k = 16, .D_v = 16}, t_decay_mask},
+    {4, "decay_mask_small", "unfused", TOL_TRANSC, {.chunk = 16, .count = 1, .D_k = 16, .D_v = 16}, t_decay_mask},
+    {4, "decay_mask_64", "unfused", TOL_TRANSC, {.chunk = 64, .count = 8, .D_k = 16, .D_v = 16}, t_decay_mask},
 };
 
 const TestList phase4_tests = {tests, sizeof tests / sizeof tests[0]};

@@ -79,12 +79,12 @@ static void t_output_with_state(const Test *t, Ctx *c) {
     if (state_case(t, c, &w, &St, &O, &St1, &n) == 0) expect_close(c, "o", w.o, O, n, w.D_v, t->tol);
 }
 
-/* Chunk c0 = shape.m of every head and sequence through the two-launch state
+/* Chunk c0 = shape.chunk_index of every head and sequence through the two-launch state
  * kernel (c1 = c0 + 1) from random states, fed the reference's gamma, U, W and P
  * rounded to float: the chunk's outputs and the state after it against
  * ref_chunk_state. */
 static void t_two_launch_state_chunk(const Test *t, Ctx *c) {
-    int c0 = t->shape.m, C = t->shape.chunk;
+    int c0 = t->shape.chunk_index, C = t->shape.chunk;
     if ((long)c0 * C >= t->shape.T) { /* --set T: the chunk checked must exist */
         test_skip(c, "the test checks chunk %d, tokens %d..%d, and T = %d ends before it", c0, c0 * C,
                   (c0 + 1) * C - 1, t->shape.T);
@@ -167,7 +167,7 @@ static const Test tests[] = {
     {7, "state_update", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_state_update},
     {7, "output_with_state", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_output_with_state},
     {7, "two_launch_state_chunk", "two_launch", TOL_CHUNK,
-     {.m = 1, .T = 150, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 72, .chunk = 64, .state = 1},
+     {.chunk_index = 1, .T = 150, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 72, .chunk = 64, .state = 1},
      t_two_launch_state_chunk},
     {7, "two_launch_state_all", "two_launch", TOL_CHUNK,
      {.T = 150, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 128, .chunk = 64, .state = 1}, t_state_chunks_all},

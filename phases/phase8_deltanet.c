@@ -129,9 +129,9 @@ static void t_two_launch_vs_one_launch(const Test *t, Ctx *c) { agree(t, c, &TWO
 /* The automatic choice against the reference, then its launch count: one
  * (recurrent) up to kdn_auto_recurrent_max_t() tokens, two (chunked) past it. */
 static void t_auto(const Test *row, Ctx *c) {
-    /* the row's T is the split plus shape.m: the split is the backend's own */
+    /* the row's T is the split plus shape.past_split: the split is the backend's own */
     Test copy = *row;
-    copy.shape.T = kdn_auto_recurrent_max_t() + row->shape.m;
+    copy.shape.T = kdn_auto_recurrent_max_t() + row->shape.past_split;
     const Test *t = &copy;
     check_both_maps(t, c, &AUTO);
     if (test_failed(c)) return;
@@ -168,7 +168,7 @@ static void upload_tokens(Ctx *c, const DnData *d, int t0, int n, DnDevice *dd) 
     dd->beta = dev_in(c, "beta", slice_tokens(c, d->beta, s->H_v, s->T, s->n_seqs, t0, n), tok * s->H_v);
 }
 
-/* Chunked prefill of T - shape.m tokens by the one-launch kernel, then shape.m
+/* Chunked prefill of T - shape.decode_steps tokens by the one-launch kernel, then shape.decode_steps
  * decode steps of one token each by the recurrent kernel, each starting from
  * the state the previous call left: the prefill outputs, every decode output
  * and the final state must equal the recurrence over all T tokens. */
@@ -180,7 +180,7 @@ static void t_prefill_then_decode(const Test *t, Ctx *c) {
     RefInputs in = dn_ref_inputs(&d);
     ref_deltanet_recurrent(&d.rs, &in, o_ref, s_ref);
     dn_describe(c, &sh);
-    int decode = t->shape.m < sh.T ? t->shape.m : sh.T - 1, prefill = sh.T - decode; /* --set may shorten T */
+    int decode = t->shape.decode_steps < sh.T ? t->shape.decode_steps : sh.T - 1, prefill = sh.T - decode; /* --set may shorten T */
     float *state = dev_in(c, "state_in", d.state, d.n_state);
     DnDevice dd;
     KdnShape ks = d.ks;
@@ -414,7 +414,7 @@ static const Test tests[] = {
      {.T = 77, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 72, .D_v = 40, .chunk = 64, .state = 1}, t_one_launch},
     {8, "one_launch_vs_unfused", "one_launch", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_fused_vs_unfused},
     {8, "recurrent_vs_one_launch", "recurrent", TOL_CHUNK, {QWEN(64, 2), .state = 1}, t_recurrent_vs_one_launch},
-    {8, "prefill_then_decode", "one_launch", TOL_CHUNK, {QWEN(100, 2), .m = 4, .state = 1}, t_prefill_then_decode},
+    {8, "prefill_then_decode", "one_launch", TOL_CHUNK, {QWEN(100, 2), .decode_steps = 4, .state = 1}, t_prefill_then_decode},
     {8, "one_launch_refuses", "one_launch", TOL_EXACT, {.T = 10, .n_seqs = 1, .H_k = 1, .H_v = 2, .D_v = 16, .state = 1},
      t_one_launch_refuses},
     /* the two-launch form: chunk-parallel intra-chunk kernel, then the state pass */
@@ -423,9 +423,9 @@ static const Test tests[] = {
     {8, "two_launch_gqa3_c32", "two_launch", TOL_CHUNK, {HEADS(100, 2, 2, 6, 32), .state = 1}, t_two_launch},
     {8, "two_launch_strong_decay", "two_launch", TOL_CHUNK, {QWEN(130, 1), .decay = DECAY_STRONG, .state = 1}, t_two_launch},
     {8, "two_launch_vs_one_launch", "two_launch", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_two_launch_vs_one_launch},
-    /* the automatic choice on each side of kdn_auto_recurrent_max_t() (T = split + m) */
-    {8, "auto_short", "auto", TOL_CHUNK, {QWEN(0, 2), .m = 0, .state = 1}, t_auto},
-    {8, "auto_long", "auto", TOL_CHUNK, {QWEN(0, 2), .m = 1, .state = 1}, t_auto},
+    /* the automatic choice on each side of kdn_auto_recurrent_max_t() (T = split + past_split) */
+    {8, "auto_short", "auto", TOL_CHUNK, {QWEN(0, 2), .past_split = 0, .state = 1}, t_auto},
+    {8, "auto_long", "auto", TOL_CHUNK, {QWEN(0, 2), .past_split = 1, .state = 1}, t_auto},
     /* the comparison view: every variant on Qwen3-Next shapes */
     {8, "compare_T1_B1", "all", TOL_CHUNK, {QWEN(1, 1), .state = 1}, t_compare},
     {8, "compare_T1_B4", "all", TOL_CHUNK, {QWEN(1, 4), .state = 1}, t_compare},

@@ -19,9 +19,6 @@
 
 /* A case is a Shape; the fields phase 8's layer rows leave unused say what
  * is special about it. */
-enum { GDN_KDA = 1, GDN_PERMUTED = 2 }; /* Shape.m bits */
-#define GDN_K(sh) ((sh)->n)              /* snapshots */
-#define GDN_PATH(sh) ((kdn_path)(sh)->k) /* requested path */
 
 /* One input: host copy in contiguous ggml order (the reference's), and the
  * view given to the library (on the device, maybe permuted). */
@@ -79,8 +76,8 @@ static Case make_case(Ctx *c, const Shape *sh) {
     Case k;
     memset(&k, 0, sizeof k);
     k.S = sh->D_v, /* --set D_v sets S (S_k = S_v) */ k.H_k = sh->H_k, k.H_v = sh->H_v, k.T = sh->T, k.B = sh->n_seqs;
-    k.kda = (sh->m & GDN_KDA) != 0, k.K = GDN_K(sh);
-    int perm = (sh->m & GDN_PERMUTED) != 0;
+    k.kda = sh->kda, k.K = sh->snapshots;
+    int perm = sh->permuted;
     size_t tok = (size_t)k.T * k.B;
     k.n_qk = tok * k.H_k * k.S, k.n_v = tok * k.H_v * k.S, k.n_b = tok * k.H_v;
     k.n_g = k.kda ? k.n_v : k.n_b;
@@ -116,7 +113,7 @@ static kdn_gdn_call call_of(const Case *k, const Shape *sh, float *dst) {
     call.dst = dst;
     call.K = k->K;
     call.head_map = sh->head_map == HEAD_MAP_BLOCK ? KDN_HEAD_MAP_BLOCK : KDN_HEAD_MAP_TILED;
-    call.path = GDN_PATH(sh);
+    call.path = (kdn_path)sh->path;
     call.chunk = sh->chunk;
     return call;
 }
@@ -199,7 +196,7 @@ static void t_gdn(const Test *t, Ctx *c) {
     }
     set_shape_desc(c, "S=%d Hk=%d Hv=%d T=%d B=%d gate=%s K=%d %s map=%s C=%d path=%s nmse_o=%.1e nmse_s=%.1e", k.S,
                    k.H_k, k.H_v, k.T, k.B, k.kda ? "kda" : "scalar", k.K,
-                   (sh->m & GDN_PERMUTED) ? "permuted" : "contiguous", sh->head_map == HEAD_MAP_BLOCK ? "block" : "tiled",
+                   sh->permuted ? "permuted" : "contiguous", sh->head_map == HEAD_MAP_BLOCK ? "block" : "tiled",
                    sh->chunk, path_name(path), e_o, e_s);
 }
 
@@ -317,11 +314,11 @@ static void t_gdn_bad_calls(const Test *t, Ctx *c) {
  * row take --set like the other Delta-Net rows. */
 #define GDNC(S_, Hk, Hv, T_, B_, C_) .D_k = S_, .D_v = S_, .H_k = Hk, .H_v = Hv, .T = T_, .n_seqs = B_, .chunk = C_
 #define GDN(S_, Hk, Hv, T_, B_) GDNC(S_, Hk, Hv, T_, B_, 64)
-#define KDA .m = GDN_KDA
-#define PERM .m = GDN_PERMUTED
-#define KDA_PERM .m = GDN_KDA | GDN_PERMUTED
-#define SNAP(K_) .n = K_
-#define PATH(p) .k = p
+#define KDA .kda = 1
+#define PERM .permuted = 1
+#define KDA_PERM .kda = 1, .permuted = 1
+#define SNAP(K_) .snapshots = K_
+#define PATH(p) .path = p
 #define TOL_GDN TOL_CHUNK
 
 static const Test tests[] = {
