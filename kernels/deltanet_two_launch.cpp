@@ -16,12 +16,12 @@
 //             (31.2 KB at C = 64), so two workgroups share a gfx906 CU.
 //   phases (a barrier after each):
 //     a. beta and the raw log decays g to LDS (0 past n).
-//     b. thread t < C: gamma_t (gamma_last past n), summed in double in the
-//        same order by every such thread and rounded once (a difference
+//     b. thread t < C: gamma_t (gamma_last past n), summed in double by DPP
+//        row scans and sums (no serial loop) and rounded once (a difference
 //        gamma_i - gamma_j then errs by 2u|gamma| instead of C u |gamma|),
 //        and e^gamma_t.
-//     c. 4 x 4 tiles of the lower triangle, one per job, jobs spread over
-//        the threads: A = -beta_i k_i.k_j e^(gamma_i - gamma_j) (strictly
+//     c. 4 x 4 tiles of the lower triangle, one per job of 16 FMAs per key
+//        column, jobs spread over the threads: A = -beta_i k_i.k_j e^(gamma_i - gamma_j) (strictly
 //        lower, stored transposed in the upper triangle of m) and
 //        P = q_i.k_j e^(gamma_i - gamma_j) (with the diagonal, straight to
 //        global memory; zeros above). Tiles are sums of outer products of
@@ -35,12 +35,13 @@
 //        writes in the same interval.
 //     e. Tinv to memory, and m's lower triangle scaled to Tinv diag(beta)
 //        (zeros above). U = (Tinv diag beta) V and W = (Tinv diag beta)
-//        (e^gamma K): thread (tid / 32, tid % 32) owns C / 8 consecutive rows
-//        and 4 consecutive columns (passes of 128 columns): per 4 source rows
-//        four 16-byte loads (the 32 lanes of a row group read 512 contiguous
-//        bytes of each) and one 16-byte broadcast LDS read per owned row feed
-//        16 FMAs per row; the loop stops at the thread's last row, as Tinv is
-//        lower triangular.
+//        (e^gamma K): thread (tid / 32, tid % 32) owns two blocks of C / 16
+//        rows, one from the top and the mirror one from the bottom, so every
+//        group has the same work, and 4 consecutive columns (passes of 128
+//        columns): per 4 source rows four 16-byte loads (the 32 lanes of a
+//        row group read 512 contiguous bytes of each) and one 16-byte
+//        broadcast LDS read per owned row feed 16 FMAs per row; the loops
+//        stop at each block's last row, as Tinv is lower triangular.
 //
 // 2) kernel_two_launch_state
 //   grid      (D_v / 32, H_v, n_seqs): a workgroup owns a D_k x 32 slab of one
@@ -68,6 +69,7 @@
 // gamma_last - gamma_j). Vector loads need D_k and D_v multiples of 4 and
 // 16-byte aligned tensors; other shapes run the same code with scalar loads.
 #include "backend/backend.h"
+#include "backend/wave.h"
 #include "heads.h"
 #include "kdn.h"
 
@@ -114,7 +116,7 @@ static const int kWyBatch = 4;  // source rows per batch of phase e: one 16-byte
 
 template <int C>
 struct IntraLds {
-    static_assert(C % kBlock == 0 && C % kWyGroups == 0 && C <= kIntraThreads, "C must split into the blocks");
+    static_assert(C % kBlock == 0 && C % (2 * kWyGroups) == 0 && C <= kIntraThreads, "C must split into the blocks");
     static_assert(C * (kSlice / 4) <= kIntraThreads, "a thread stages one 4-column piece of a key and a query row");
     // A^T strictly above the diagonal, Tinv on and below it; rows 16-byte
     // aligned for phase e's vector reads.
@@ -128,17 +130,23 @@ struct IntraLds {
     float egamma[C];         // e^gamma_t: W's row factor besides beta
 };
 
-// Phase b; also writes gamma out (0 past n).
+// Phase b; also writes gamma out (0 past n). gamma_t = g_0 + .. + g_t in
+// double, rounded once (a difference gamma_i - gamma_j then errs by 2u|gamma|
+// instead of C u |gamma|); g is 0 past n, so padding rows get gamma_last and
+// e^(gamma_i - gamma_j) stays <= 1 there. Token t is lane t % 16 of row
+// t / 16 of 16 lanes: its row's prefix (4 DPP row shifts) plus the sum of
+// the earlier rows (each lane adds its column of them, then a row sum by 4
+// row rotations): no serial loop over the chunk, no LDS round trip. Whole
+// waves run it, since a row operation reads every lane of its row.
 template <int C>
 __device__ void intra_gamma(IntraLds<C> &L, int n, float *gamma_out) {
     const int tid = (int)threadIdx.x;
+    if (tid - tid % KDN_WAVE >= C) return;
+    const int row0 = tid - tid % 16;
+    double before = 0.0;
+    for (int t = tid % 16; t < row0 && t < C; t += 16) before += (double)L.graw[t];
+    const double mine = kdn_row_sum16(before) + kdn_row_scan16_f64(tid < C ? (double)L.graw[tid] : 0.0);
     if (tid >= C) return;
-    double acc = 0.0, mine = 0.0;
-    for (int t = 0; t < n; t++) {
-        acc += (double)L.graw[t];
-        if (t == tid) mine = acc;
-    }
-    if (tid >= n) mine = acc; // gamma_last: e^(gamma_i - gamma_j) stays <= 1 on padding rows
     const float gm = (float)mine;
     L.gamma[tid] = gm;
     L.egamma[tid] = expf(gm);
@@ -175,6 +183,17 @@ __device__ __forceinline__ void slice_store(IntraLds<C> &L, const float buf[2][4
 // the next slice's issued before this one's products); a tile is a sum of
 // outer products of 4-row column pieces, read as 16-byte vectors that the
 // lanes of a wave mostly share.
+//
+// Every job costs the same 16 FMAs per column, so no wave waits on another
+// (a wave's lanes run in lockstep: one diagonal job among its lanes used to
+// make the whole wave pay 32). An off-diagonal job accumulates x[u] y[w]
+// with x its left tile's piece and y the keys of tile tj. A diagonal job
+// needs only the strictly lower K_u.K_w of A (6 entries) and the lower
+// Q_w.K_u of P (10 entries, with the diagonal), so its x is the keys, y
+// the queries of tile ti: slot (u, w) holds K_u.Q_w = P[w][u] for u <= w,
+// and K_u.K_w from z = the keys again for u > w. z is y's address for an
+// off-diagonal job, so the code has no per-lane branch; the products and
+// their order per entry are the ones of the former separate accumulators.
 template <int C, bool kVec>
 __device__ void intra_tiles(IntraLds<C> &L, const float *qc, const float *kc, size_t stride, int n, int D_k,
                             float *P) {
@@ -188,13 +207,14 @@ __device__ void intra_tiles(IntraLds<C> &L, const float *qc, const float *kc, si
         while (ti * (ti + 1) / 2 <= x) ti++;
         tj = x - ti * (ti - 1) / 2;
     }
-    float acc[2][kTile][kTile]; // [0]: K_i.K_j or Q_i.K_j; [1]: Q_i.K_j of a diagonal tile
+    const float(*xs)[C + 4] = is_p ? L.qt : L.kt; // x: rows ti of Q (P) or K (A, diagonal)
+    const float(*ys)[C + 4] = diag ? L.qt : L.kt; // y: rows ti of Q (diagonal) or tj of K
+    const int yrow = diag ? ti : tj;
+    float acc[kTile][kTile];
     KDN_UNROLL
-    for (int x = 0; x < 2; x++)
+    for (int u = 0; u < kTile; u++)
         KDN_UNROLL
-        for (int u = 0; u < kTile; u++)
-            KDN_UNROLL
-            for (int w = 0; w < kTile; w++) acc[x][u][w] = 0.0f;
+        for (int w = 0; w < kTile; w++) acc[u][w] = 0.0f;
     float buf[2][4] = {}; // threads past the staged rows hold nothing
     slice_load<C, kVec>(qc, kc, stride, n, D_k, 0, buf);
     for (int p0 = 0; p0 < D_k; p0 += kSlice) {
@@ -202,25 +222,18 @@ __device__ void intra_tiles(IntraLds<C> &L, const float *qc, const float *kc, si
         __syncthreads();
         if (p0 + kSlice < D_k) slice_load<C, kVec>(qc, kc, stride, n, D_k, p0 + kSlice, buf);
         if (active) {
-            const float(*left)[C + 4] = is_p ? L.qt : L.kt;
             KDN_NO_UNROLL
             for (int p4 = 0; p4 < kSlice; p4 += kPieces)
             KDN_UNROLL
             for (int p = p4; p < p4 + kPieces; p++) {
-                float a[4], b[4];
-                kdn_load4(&left[p][ti * kTile], a);
-                kdn_load4(&L.kt[p][tj * kTile], b);
+                float x[4], y[4], z[4];
+                kdn_load4(&xs[p][ti * kTile], x);
+                kdn_load4(&ys[p][yrow * kTile], y);
+                kdn_load4(&L.kt[p][tj * kTile], z);
                 KDN_UNROLL
                 for (int u = 0; u < kTile; u++)
                     KDN_UNROLL
-                    for (int w = 0; w < kTile; w++) acc[0][u][w] = fmaf(a[u], b[w], acc[0][u][w]);
-                if (diag) {
-                    kdn_load4(&L.qt[p][ti * kTile], a);
-                    KDN_UNROLL
-                    for (int u = 0; u < kTile; u++)
-                        KDN_UNROLL
-                        for (int w = 0; w < kTile; w++) acc[1][u][w] = fmaf(a[u], b[w], acc[1][u][w]);
-                }
+                    for (int w = 0; w < kTile; w++) acc[u][w] = fmaf(x[u], w < u ? z[w] : y[w], acc[u][w]);
             }
         }
         __syncthreads();
@@ -234,8 +247,9 @@ __device__ void intra_tiles(IntraLds<C> &L, const float *qc, const float *kc, si
         for (int w = 0; w < kTile; w++) {
             const int j = tj * kTile + w;
             const float d = j <= i ? expf(L.gamma[i] - L.gamma[j]) : 0.0f;
-            prow[w] = (diag ? acc[1][u][w] : acc[0][u][w]) * d;
-            if (!is_p && j < i) L.m[j][i] = -L.beta[i] * acc[0][u][w] * d; // A, transposed
+            // a diagonal tile's P[i][j] sits at (w, u); its (u, w) above holds K.K
+            prow[w] = j <= i ? (diag ? acc[w][u] : acc[u][w]) * d : 0.0f;
+            if (!is_p && j < i) L.m[j][i] = -L.beta[i] * acc[u][w] * d; // A, transposed
         }
         if (is_p || diag) store4<kVec>(P + i * C + tj * kTile, kTile, prow);
     }
@@ -315,40 +329,71 @@ __device__ void intra_put_tinv(IntraLds<C> &L, int n, float *Tinv) {
 // scale_j * src row j (scale null: 1; rows `stride` floats apart; only j < n
 // exist). Per batch of 4 source rows: 4 coalesced 16-byte loads and one
 // 16-byte LDS read (a broadcast) per Tinv row feed 16 FMAs per row.
+//
+// Row k of Tinv has k + 1 terms, so contiguous row blocks would give the
+// last group 8x the first's work (and its wave, which waits for its slowest
+// lanes, 4x). Group g (of kWyGroups) owns two blocks of H = C / (2
+// kWyGroups) rows: block g near the top and block 2 kWyGroups - 1 - g near
+// the bottom, a short and a long one whose lengths add to C + H for every
+// group. Source rows up to the short block's end feed both, the rest the
+// long one.
+template <int C, int kRows>
+__device__ __forceinline__ void intra_wy_rows(const IntraLds<C> &L, const float (*x)[4], int row0, int j0,
+                                              float (*acc)[4]) {
+    KDN_UNROLL
+    for (int a = 0; a < kRows; a++) {
+        float t[kWyBatch]; // Tinv diag(beta) [row0 + a][j0 ..], zero above the diagonal
+        kdn_load4(&L.m[row0 + a][j0], t);
+        KDN_UNROLL
+        for (int jj = 0; jj < kWyBatch; jj++)
+            KDN_UNROLL
+            for (int c = 0; c < 4; c++) acc[a][c] = fmaf(t[jj], x[jj][c], acc[a][c]);
+    }
+}
+
+template <int C, bool kVec>
+__device__ __forceinline__ void intra_wy_batch(const float *src, size_t stride, const float *scale, int jend, int D,
+                                               int b, int j0, float (*x)[4]) {
+    KDN_UNROLL
+    for (int jj = 0; jj < kWyBatch; jj++) {
+        const int j = j0 + jj;
+        load4<kVec>(src + j * stride + b, j < jend ? D - b : 0, x[jj]);
+        const float sj = scale && j < jend ? scale[j] : 1.0f;
+        KDN_UNROLL
+        for (int c = 0; c < 4; c++) x[jj][c] *= sj;
+    }
+}
+
 template <int C, bool kVec>
 __device__ void intra_wy(IntraLds<C> &L, const float *src, size_t stride, const float *scale, int n, int D,
                          float *out) {
-    const int RW = C / kWyGroups;
-    const int row0 = (int)threadIdx.x / kWyQuads * RW, cq = (int)threadIdx.x % kWyQuads * 4;
-    const int jend = n < row0 + RW ? n : row0 + RW; // Tinv is lower triangular
+    const int H = C / kWyGroups / 2; // rows per block
+    const int g = (int)threadIdx.x / kWyQuads, cq = (int)threadIdx.x % kWyQuads * 4;
+    const int lo = g * H, hi = (2 * kWyGroups - 1 - g) * H; // first rows of the short and the long block
+    const int jlo = n < lo + H ? n : lo + H, jhi = n < hi + H ? n : hi + H; // Tinv is lower triangular
     for (int b = cq; b - cq < D; b += 4 * kWyQuads) {
-        float acc[RW][4];
+        float acc[2][H][4]; // [0]: the short block, [1]: the long one
         KDN_UNROLL
-        for (int a = 0; a < RW; a++)
+        for (int a = 0; a < H; a++)
             KDN_UNROLL
-            for (int c = 0; c < 4; c++) acc[a][c] = 0.0f;
-        for (int j0 = 0; j0 < jend; j0 += kWyBatch) {
+            for (int c = 0; c < 4; c++) acc[0][a][c] = acc[1][a][c] = 0.0f;
+        int j0 = 0;
+        for (; j0 < jlo; j0 += kWyBatch) {
             float x[kWyBatch][4];
-            KDN_UNROLL
-            for (int jj = 0; jj < kWyBatch; jj++) {
-                const int j = j0 + jj;
-                load4<kVec>(src + j * stride + b, j < jend ? D - b : 0, x[jj]);
-                const float sj = scale && j < jend ? scale[j] : 1.0f;
-                KDN_UNROLL
-                for (int c = 0; c < 4; c++) x[jj][c] *= sj;
-            }
-            KDN_UNROLL
-            for (int a = 0; a < RW; a++) {
-                float t[kWyBatch]; // Tinv diag(beta) [row0 + a][j0 ..], zero above the diagonal
-                kdn_load4(&L.m[row0 + a][j0], t);
-                KDN_UNROLL
-                for (int jj = 0; jj < kWyBatch; jj++)
-                    KDN_UNROLL
-                    for (int c = 0; c < 4; c++) acc[a][c] = fmaf(t[jj], x[jj][c], acc[a][c]);
-            }
+            intra_wy_batch<C, kVec>(src, stride, scale, jhi, D, b, j0, x);
+            intra_wy_rows<C, H>(L, x, lo, j0, acc[0]);
+            intra_wy_rows<C, H>(L, x, hi, j0, acc[1]);
+        }
+        for (; j0 < jhi; j0 += kWyBatch) {
+            float x[kWyBatch][4];
+            intra_wy_batch<C, kVec>(src, stride, scale, jhi, D, b, j0, x);
+            intra_wy_rows<C, H>(L, x, hi, j0, acc[1]);
         }
         KDN_UNROLL
-        for (int a = 0; a < RW; a++) store4<kVec>(out + (size_t)(row0 + a) * D + b, D - b, acc[a]);
+        for (int a = 0; a < H; a++) {
+            store4<kVec>(out + (size_t)(lo + a) * D + b, D - b, acc[0][a]);
+            store4<kVec>(out + (size_t)(hi + a) * D + b, D - b, acc[1][a]);
+        }
     }
 }
 
@@ -376,7 +421,11 @@ __global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(
     __syncthreads();
     intra_gamma<C>(L, n, gamma + ci * C);
     intra_p_upper<C, kVec>(P + ci * C * C);
-    __syncthreads();
+    // No barrier here: before its own first barrier intra_tiles only loads
+    // global keys/queries and writes kt/qt, which phase b does not touch, and
+    // its P tiles (on and below the diagonal) are not intra_p_upper's; its
+    // reads of gamma and beta come after that barrier (D_k >= 1: the loop
+    // runs), which orders them after phase b's writes.
     intra_tiles<C, kVec>(L, qc, kc, qk_stride, n, D_k, P + ci * C * C);
     __syncthreads();
     intra_invert_diagonal<C>(L);

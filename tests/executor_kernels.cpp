@@ -22,6 +22,15 @@ __global__ void kernel_row_ops(const float *x, float *ror3, float *sum, float *b
     butterfly[t] = v;
 }
 
+// The 64-bit row primitives: a shift by 3 (zero for the first 3 lanes of a
+// row), the row scan and the row sum, each half of a double moved intact.
+__global__ void kernel_row_ops_f64(const double *x, double *shr3, double *scan, double *sum) {
+    const int t = (int)threadIdx.x;
+    shr3[t] = kdn_row_shr_f64<3>(x[t]);
+    scan[t] = kdn_row_scan16_f64(x[t]);
+    sum[t] = kdn_row_sum16(x[t]);
+}
+
 __global__ void kernel_lds_reverse(const float *x, float *y, int n) {
     __shared__ float buf[1024];
     int t = (int)threadIdx.x;
@@ -86,6 +95,9 @@ void exec_reads_other_workgroup(float *y, int blocks) { KDN_LAUNCH(kernel_reads_
 void exec_wave_sum(float *out, int threads) { KDN_LAUNCH(kernel_wave_sum, dim3(1), dim3(threads), 0, out); }
 void exec_row_ops(const float *x, float *ror3, float *sum, float *butterfly, int n) {
     KDN_LAUNCH(kernel_row_ops, dim3(1), dim3(n), 0, x, ror3, sum, butterfly);
+}
+void exec_row_ops_f64(const double *x, double *shr3, double *scan, double *sum, int n) {
+    KDN_LAUNCH(kernel_row_ops_f64, dim3(1), dim3(n), 0, x, shr3, scan, sum);
 }
 void exec_lds_reverse(const float *x, float *y, int n) { KDN_LAUNCH(kernel_lds_reverse, dim3(1), dim3(n), 0, x, y, n); }
 void exec_divergent_barrier(float *y) { KDN_LAUNCH(kernel_divergent_barrier, dim3(1), dim3(64), 0, y); }

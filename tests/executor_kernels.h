@@ -12,6 +12,9 @@ void exec_wave_sum(float *out, int threads);
 /* The DPP row primitives of wave.h on n threads: ror3 = kdn_row_ror<3>(x),
  * sum = kdn_row_sum16(x), butterfly = the xor butterfly (8, 4, 2, 1) of x. */
 void exec_row_ops(const float *x, float *ror3, float *sum, float *butterfly, int n);
+/* The 64-bit row primitives on n threads: shr3 = kdn_row_shr_f64<3>(x),
+ * scan = kdn_row_scan16_f64(x), sum = kdn_row_sum16(x). */
+void exec_row_ops_f64(const double *x, double *shr3, double *scan, double *sum, int n);
 /* y = x reversed through LDS and a barrier (n <= 1024 threads). */
 void exec_lds_reverse(const float *x, float *y, int n);
 /* Threads 32.. return before __syncthreads(): a divergent barrier. */

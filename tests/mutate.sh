@@ -68,15 +68,11 @@ barriers() { # barriers FILE TESTS [QUICK_INDICES] [REDUNDANT_INDICES]
     done
 }
 # quick: two deltanet_two_launch.cpp barriers that survived every test under the
-# ascending-only executor (the 7th and 8th, after phases c and d). Not listed:
-# the 6th (kernel_two_launch_intra, between intra_gamma/intra_p_upper and
-# intra_tiles) is redundant: intra_tiles touches only kt/qt (disjoint from
-# gamma/egamma/graw) and its global P entries (disjoint from intra_p_upper's)
-# before its own first barrier, which then orders intra_gamma's writes
-# before any read; its removal lives under asc, desc and shuffle:1
-# (/work/notes/issue15.md; removing it from the kernel needs the gfx906 ISA
-# and H100 timings before and after).
-barriers kernels/deltanet_two_launch.cpp "$TWO" "7 8" "6"
+# ascending-only executor (the 6th and 7th, after phases c and d). The
+# barrier between intra_gamma/intra_p_upper and intra_tiles that issue 15
+# found redundant (its removal lived under asc, desc and shuffle:1) was
+# removed from the kernel by issue 13 (the reason is in its comment there).
+barriers kernels/deltanet_two_launch.cpp "$TWO" "6 7"
 barriers kernels/deltanet_one_launch.cpp "$ONE_LAUNCH"
 barriers kernels/gemm.cpp 'gemm_*'
 barriers kernels/triangular.cpp 'solve_tri*'

@@ -272,6 +272,40 @@ static void test_row_ops(void) {
     CHECK(same);
 }
 
+/* The 64-bit row primitives' lane mapping. Values k + 2^-40 k' sum exactly
+ * in any order, so the scan and the sum must equal the in-order sums; the
+ * shift's inputs have low halves that are signalling-NaN bit patterns as
+ * floats (the CPU executor moves them as floats) and must arrive intact. */
+static void test_row_ops_f64(void) {
+    enum { N = 128 };
+    double x[N], y[N], shr3[N], scan[N], sum[N], yshr3[N], yscan[N], ysum[N];
+    for (int i = 0; i < N; i++) {
+        x[i] = (double)(i % 7 + 1) + ldexp((double)(i % 5), -40);
+        uint64_t b = 0x3ff0000000000000ull | 0x7f800001u | (uint64_t)i << 40; /* 1.x, low half an sNaN float */
+        memcpy(&y[i], &b, sizeof b);
+    }
+    exec_row_ops_f64(x, shr3, scan, sum, N);
+    CHECK(kdn_sync() == NULL);
+    exec_row_ops_f64(y, yshr3, yscan, ysum, N);
+    CHECK(kdn_sync() == NULL);
+    bool shifted = true, scanned = true, summed = true;
+    for (int i = 0; i < N; i++) {
+        const int r0 = i & ~15;
+        double pre = 0.0, all = 0.0;
+        for (int j = r0; j < r0 + 16; j++) {
+            if (j <= i) pre += x[j];
+            all += x[j];
+        }
+        shifted &= (i & 15) >= 3 ? memcmp(&yshr3[i], &y[i - 3], sizeof(double)) == 0 && shr3[i] == x[i - 3]
+                                 : yshr3[i] == 0.0 && shr3[i] == 0.0;
+        scanned &= scan[i] == pre;
+        summed &= sum[i] == all;
+    }
+    CHECK(shifted);
+    CHECK(scanned);
+    CHECK(summed);
+}
+
 static void test_executor(void) {
     float out[256];
     exec_wave_sum(out, 256);
@@ -357,6 +391,7 @@ int main(void) {
     test_executor();
     test_schedules();
     test_row_ops();
+    test_row_ops_f64();
     if (failures) {
         printf("test_harness: %d of %d checks failed\n", failures, checks);
         return 1;

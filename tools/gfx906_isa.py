@@ -413,8 +413,30 @@ LAUNCH_S = 0.0          # launch overhead is not modelled (a few us per launch o
 H_K, H_V, D_K, D_V, CHUNK = 16, 32, 128, 128, 64
 
 
+def intra_wave_fmas(C, Dk, Dv, inv):
+    """FMA instructions the slowest wave of kernel_two_launch_intra issues. A
+    wave's lanes run in lockstep, so a wave costs what its busiest lanes do:
+    phase c, 16 FMAs per key column in every wave that has a job (4 x 4 tiles,
+    a diagonal tile's K.K and Q.K halves in one job); phase d, the lane FMAs
+    of the inversion spread evenly (small); phase e, per pass of 128 columns
+    and per group of 32 lanes, 4 x 4 FMAs per owned row and batch of 4 source
+    rows: two blocks of C / 16 rows, the short one's batches feeding both."""
+    nt = C // 4
+    jobs = nt * (nt - 1) + nt
+    waves = 4
+    h = C // 16
+    group = lambda g: 16 * 2 * h * -(-(g * h + h) // 4) + 16 * h * ((C - g * h) // 4 - -(-(g * h + h) // 4))
+    per_wave = []
+    for w in range(waves):
+        tiles = 16 * Dk if 64 * w < jobs else 0
+        wy = max(group(2 * w), group(2 * w + 1)) * (-(-Dv // 128) + -(-Dk // 128))
+        per_wave.append(tiles + inv / 64 / waves + wy)
+    return max(per_wave)
+
+
 def work_intra(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
-    """kernel_two_launch_intra: (workgroups, lane FMAs per workgroup, HBM bytes)."""
+    """kernel_two_launch_intra: (workgroups, lane FMAs per workgroup, HBM bytes,
+    FMA instructions of its slowest wave)."""
     nt = C // 4
     tiles = (2 * nt * (nt - 1) // 2 + 2 * nt) * 16 * Dk                       # phase c: A, P, the diagonal both
     inv = C * 16 * 15 // 2 // 16 * 16                                          # phase d: 16 x 16 diagonal blocks
@@ -427,7 +449,7 @@ def work_intra(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
     qk_bytes = 2 * T * B * H_K * Dk * 4                                         # q, k once (shared by 2 value heads)
     per_chunk_out = (C + 2 * C * C + C * Dv + C * Dk) * 4                       # gamma, Tinv, P, U, W
     bytes_ = qk_bytes + T * B * H_V * (Dv + 2) * 4 + wg * per_chunk_out
-    return wg, tiles + inv + wy, bytes_
+    return wg, tiles + inv + wy, bytes_, intra_wave_fmas(C, Dk, Dv, inv)
 
 
 def work_state(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
@@ -489,13 +511,15 @@ def model_row(k, work, T, B):
     larger of their summed issue time and one wave's chain of issue plus
     exposed latencies; a CU's LDS serves 128 B per clock; the kernel takes
     the larger of its rounds' time and its HBM bytes at 0.8 TB/s."""
-    wg, lane_fmas, hbm = work(T, B)
+    wg, lane_fmas, hbm, *slowest = work(T, B)
     waves_per_wg = k["threads"] // 64
     wg_per_cu = max(1, k["waves"] * SIMDS // waves_per_wg)
     slots = CUS * wg_per_cu
     full, rest = divmod(wg, slots)
     c = loop_costs(k)
-    fw = lane_fmas / 64 / waves_per_wg          # FMA instructions per wave
+    # FMA instructions per wave: the slowest wave's where the work function
+    # knows the kernel's lockstep imbalance, else the mean
+    fw = slowest[0] if slowest else lane_fmas / 64 / waves_per_wg
     issue, chain = fw * c["issue"], fw * (c["issue"] + c["latency"])
 
     def round_parts(n):  # cycles of a round of n workgroups: issue, latency, LDS

@@ -74,21 +74,14 @@ __device__ __forceinline__ void kdn_row_butterfly_step(float &a, float &b) {
 }
 
 // Sum over each row of 16 lanes, every lane of the row gets it (the xor
-// butterfly v += v[i ^ m], m = 8, 4, 2, 1); kdn_row_sum16x2 does two values
-// with their exchanges interleaved.
+// butterfly v += v[i ^ m], m = 8, 4, 2, 1): kdn_row_sum16 (float or double,
+// below the 64-bit row operations); kdn_row_sum16x2 does two floats with
+// their exchanges interleaved.
 __device__ __forceinline__ void kdn_row_sum16x2(float &a, float &b) {
     kdn_row_butterfly_step<8>(a, b);
     kdn_row_butterfly_step<4>(a, b);
     kdn_row_butterfly_step<2>(a, b);
     kdn_row_butterfly_step<1>(a, b);
-}
-
-__device__ __forceinline__ float kdn_row_sum16(float v) {
-    v += kdn_row_butterfly_partner<8>(v);
-    v += kdn_row_butterfly_partner<4>(v);
-    v += kdn_row_butterfly_partner<2>(v);
-    v += kdn_row_butterfly_partner<1>(v);
-    return v;
 }
 
 // Butterfly reduction: every lane ends with the sum of the whole wave.
@@ -109,5 +102,114 @@ __device__ __forceinline__ float kdn_wave_inclusive_sum(float v) {
         float up = kdn_shfl(v, lane >= off ? lane - off : lane);
         if (lane >= off) v += up;
     }
+    return v;
+}
+
+// ---- 64-bit values through the row operations --------------------------------
+// A double crosses lanes as its two 32-bit halves, each through the same
+// 32-bit row operation (gfx906's DPP moves 32 bits). kdn_shfl_i32 reads
+// another lane's bits unchanged (the CPU executor carries them in a float,
+// copied, never computed on).
+#if defined(KDN_BACKEND_HIP) || defined(KDN_BACKEND_CUDA)
+__device__ __forceinline__ int kdn_f64_lo(double v) { return __double2loint(v); }
+__device__ __forceinline__ int kdn_f64_hi(double v) { return __double2hiint(v); }
+__device__ __forceinline__ double kdn_f64_join(int lo, int hi) { return __hiloint2double(hi, lo); }
+#else
+__device__ __forceinline__ int kdn_f64_lo(double v) {
+    unsigned long long b;
+    __builtin_memcpy(&b, &v, sizeof b);
+    return (int)(unsigned)b;
+}
+__device__ __forceinline__ int kdn_f64_hi(double v) {
+    unsigned long long b;
+    __builtin_memcpy(&b, &v, sizeof b);
+    return (int)(unsigned)(b >> 32);
+}
+__device__ __forceinline__ double kdn_f64_join(int lo, int hi) {
+    const unsigned long long b = (unsigned long long)(unsigned)hi << 32 | (unsigned)lo;
+    double v;
+    __builtin_memcpy(&v, &b, sizeof v);
+    return v;
+}
+#endif
+
+#if defined(KDN_BACKEND_CUDA)
+__device__ __forceinline__ int kdn_shfl_i32(int v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+#elif !defined(KDN_BACKEND_HIP)
+__device__ __forceinline__ int kdn_shfl_i32(int v, int src) {
+    float f;
+    __builtin_memcpy(&f, &v, sizeof f);
+    f = kdn_shfl(f, src);
+    __builtin_memcpy(&v, &f, sizeof v);
+    return v;
+}
+#endif
+
+// DPP row shift, gfx906's row_shr:N: lane i of a row of 16 reads lane i - N
+// when i % 16 >= N; the first N lanes of the row get 0 (the source lane is
+// out of the row: bound_ctrl off, so the lane keeps `old`, here 0). And the
+// 32-bit row rotation of kdn_row_ror. Other backends: the same lane mapping
+// through kdn_shfl_i32, every lane reading (a lane with no source reads its
+// own and drops it).
+#if defined(KDN_BACKEND_HIP)
+template <int N>
+__device__ __forceinline__ int kdn_row_shr_i32(int v) {
+    static_assert(N > 0 && N < 16, "row_shr shifts by 1 .. 15 lanes");
+    return __builtin_amdgcn_update_dpp(0, v, 0x110 + N, 0xF, 0xF, false);
+}
+template <int N>
+__device__ __forceinline__ int kdn_row_ror_i32(int v) {
+    static_assert(N > 0 && N < 16, "row_ror rotates by 1 .. 15 lanes");
+    return __builtin_amdgcn_update_dpp(0, v, 0x120 + N, 0xF, 0xF, false);
+}
+#else
+template <int N>
+__device__ __forceinline__ int kdn_row_shr_i32(int v) {
+    static_assert(N > 0 && N < 16, "row_shr shifts by 1 .. 15 lanes");
+    const int lane = kdn_lane();
+    const bool inside = (lane & 15) >= N;
+    const int r = kdn_shfl_i32(v, inside ? lane - N : lane);
+    return inside ? r : 0;
+}
+template <int N>
+__device__ __forceinline__ int kdn_row_ror_i32(int v) {
+    static_assert(N > 0 && N < 16, "row_ror rotates by 1 .. 15 lanes");
+    const int lane = kdn_lane();
+    return kdn_shfl_i32(v, (lane & ~15) | ((lane - N) & 15));
+}
+#endif
+
+template <int N>
+__device__ __forceinline__ double kdn_row_shr_f64(double v) {
+    return kdn_f64_join(kdn_row_shr_i32<N>(kdn_f64_lo(v)), kdn_row_shr_i32<N>(kdn_f64_hi(v)));
+}
+
+template <int N>
+__device__ __forceinline__ double kdn_row_ror_f64(double v) {
+    return kdn_f64_join(kdn_row_ror_i32<N>(kdn_f64_lo(v)), kdn_row_ror_i32<N>(kdn_f64_hi(v)));
+}
+
+// Inclusive prefix sum inside each row of 16 lanes (Hillis-Steele with row
+// shifts: lane i ends with v_r0 + .. + v_i of its row).
+__device__ __forceinline__ double kdn_row_scan16_f64(double v) {
+    v += kdn_row_shr_f64<1>(v);
+    v += kdn_row_shr_f64<2>(v);
+    v += kdn_row_shr_f64<4>(v);
+    v += kdn_row_shr_f64<8>(v);
+    return v;
+}
+
+// A double's butterfly partner: the row rotation on every backend.
+template <int M>
+__device__ __forceinline__ double kdn_row_butterfly_partner(double v) {
+    return kdn_row_ror_f64<M>(v);
+}
+
+template <typename T>
+__device__ __forceinline__ T kdn_row_sum16(T v) {
+    v += kdn_row_butterfly_partner<8>(v);
+    v += kdn_row_butterfly_partner<4>(v);
+    v += kdn_row_butterfly_partner<2>(v);
+    v += kdn_row_butterfly_partner<1>(v);
     return v;
 }
