@@ -3,6 +3,7 @@
 #   make BACKEND=cuda    the same kernels through nvcc, for NVIDIA GPUs
 #   make BACKEND=cpu     the same kernels on the host's SIMT executor (wave64)
 #   make BACKEND=cpu SANITIZE=1   ... under AddressSanitizer and UBSan
+#   make BACKEND=cpu RACECHECK=1  ... with the executor's LDS race detector
 BACKEND    ?= hip
 HIPCC      ?= hipcc
 GPU_TARGET ?= gfx906
@@ -11,6 +12,7 @@ CUDA_ARCH  ?= sm_90
 CC         ?= cc
 CXX        ?= g++
 SANITIZE   ?= 0
+RACECHECK  ?= 0
 
 WARN    := -Wall -Wextra
 CFLAGS  := -std=c11 -O2 -g -fPIC $(WARN) -Werror
@@ -32,7 +34,8 @@ else ifeq ($(BACKEND),cuda)
   RUNTIME := kernels/backend/runtime_gpu.cpp
 else ifeq ($(BACKEND),cpu)
   KCXX    := $(CXX)
-  KFLAGS  := -x c++ -std=c++17 -O2 -g -fPIC -DKDN_BACKEND_CPU $(WARN) -Werror
+  # stack-clash probes: a frame larger than a fiber's stack hits its guard page
+  KFLAGS  := -x c++ -std=c++17 -O2 -g -fPIC -DKDN_BACKEND_CPU -fstack-clash-protection $(WARN) -Werror
   LINK    := $(CXX)
   RUNTIME := kernels/backend/runtime_cpu.cpp kernels/backend/simt_cpu.cpp
 else
@@ -56,6 +59,19 @@ ifeq ($(SANITIZE),1)
   KFLAGS += $(SAN)
   LINK   += $(SAN)
   BUILD  := build/cpu-asan
+endif
+# The race detector (kernels/backend/simt_cpu.cpp): the kernels call the
+# executor at every load and store (the hooks of -fsanitize=kernel-address,
+# no runtime library); the executor itself is not instrumented.
+ifeq ($(RACECHECK),1)
+  ifneq ($(BACKEND)$(SANITIZE),cpu0)
+    $(error RACECHECK=1 needs BACKEND=cpu without SANITIZE)
+  endif
+  RACE   := -fsanitize=kernel-address --param asan-instrumentation-with-call-threshold=0 \
+            --param asan-stack=0 --param asan-globals=0
+  BUILD  := build/cpu-race
+  KFLAGS += $(RACE)
+  $(BUILD)/kernels/backend/%.o: KFLAGS := $(filter-out $(RACE),$(KFLAGS))
 endif
 
 HOST_OBJ   := $(HOST_SRC:%.c=$(BUILD)/%.o)

@@ -83,7 +83,120 @@ __global__ void kernel_reads_other_workgroup(float *y) {
     if (b > 0) y[b * 64 + t] += y[(b - 1) * 64 + t];
 }
 
+// ---- the race detector's cases (build/cpu-race) ----------------------------
+
+// Every thread writes one word: a write-write race.
+__global__ void kernel_write_write(float *y) {
+    KDN_DYNAMIC_SHARED(float, buf);
+    buf[0] = (float)threadIdx.x;
+    __syncthreads();
+    y[threadIdx.x] = buf[0];
+}
+
+// Thread t reads word t + 1, then writes word t: a read-write race (thread
+// t + 1 writes what t read, no barrier between).
+__global__ void kernel_read_then_write(float *y, int n) {
+    KDN_DYNAMIC_SHARED(float, buf);
+    int t = (int)threadIdx.x;
+    buf[t] = (float)t;
+    __syncthreads();
+    float v = buf[(t + 1) % n];
+    buf[t] = v;
+    __syncthreads();
+    y[t] = buf[t];
+}
+
+// Lanes of one wave exchange through LDS: lane t writes word t and reads
+// word t ^ 1. Without a wave operation between, that holds only in gfx906's
+// lockstep (not CUDA's independent threads, not the executor): a race. With
+// kdn_wave_sync, or a shuffle, between: correct everywhere.
+__global__ void kernel_wave_exchange(float *y, int synced) {
+    KDN_DYNAMIC_SHARED(float, buf);
+    int t = (int)threadIdx.x;
+    buf[t] = (float)t;
+    if (synced == 1) kdn_wave_sync();
+    if (synced == 2) (void)kdn_shfl(0.0f, 0);
+    y[t] = buf[t ^ 1];
+}
+
+// Waves 0 and 1 exchange through LDS with only a wave operation between: a
+// wave operation orders the lanes of its own wave, not other waves.
+__global__ void kernel_waves_without_barrier(float *y) {
+    KDN_DYNAMIC_SHARED(float, buf);
+    int t = (int)threadIdx.x;
+    buf[t] = (float)t;
+    kdn_wave_sync();
+    y[t] = buf[(t + 64) % 128];
+}
+
+// The race in a static __shared__ array: thread t reads t - 1's word.
+__global__ void kernel_static_race(float *y) {
+    __shared__ float buf[64];
+    int t = (int)threadIdx.x;
+    buf[t] = (float)t;
+    y[t] = buf[t > 0 ? t - 1 : 0];
+}
+
+// Reads one float past the dynamic LDS the launch asked for.
+__global__ void kernel_lds_past_end(float *y, int n) {
+    KDN_DYNAMIC_SHARED(float, buf);
+    int t = (int)threadIdx.x;
+    buf[t] = 1.0f;
+    __syncthreads();
+    y[t] = buf[t + 1 < n + 1 ? t + 1 : t];
+}
+
+// 48 KB of static LDS, every word used; launched with 20 KB of dynamic LDS.
+__global__ void kernel_static_lds_48k(float *y) {
+    __shared__ float big[12 * 1024];
+    KDN_DYNAMIC_SHARED(float, dyn);
+    int t = (int)threadIdx.x;
+    for (int i = t; i < 12 * 1024; i += (int)blockDim.x) big[i] = (float)i;
+    dyn[t] = 0.0f;
+    __syncthreads();
+    y[t] = big[t] + dyn[t];
+}
+
+// ---- hangs and crashes the executor turns into errors ----------------------
+
+// Thread 0 waits for thread 1's flag; thread 1 runs only when 0 yields: a
+// spin-wait that never ends (on a GPU too, for threads of one wave).
+__global__ void kernel_spin_wait(volatile float *flag) {
+    if (threadIdx.x == 1) flag[0] = 1.0f;
+    while (flag[0] == 0.0f) {
+    }
+}
+
+// A 1 MB private array: far more than a fiber's stack.
+__global__ void kernel_huge_private(float *y) {
+    volatile float big[256 * 1024];
+    for (int i = 0; i < 256 * 1024; i++) big[i] = (float)i;
+    y[threadIdx.x] = big[threadIdx.x * 1000];
+}
+
 extern "C" {
+
+int exec_race_detector(void) {
+    float y[64];
+    exec_wave_sum(y, 64); // a launch, so that instrumented code has run
+    return kdn_cpu_take_error() == NULL && kdn_cpu_race_detector();
+}
+long exec_lds_checked(void) { return kdn_cpu_lds_checked(); }
+void exec_write_write(float *y) { KDN_LAUNCH(kernel_write_write, dim3(1), dim3(128), 4, y); }
+void exec_read_then_write(float *y, int n) {
+    KDN_LAUNCH(kernel_read_then_write, dim3(1), dim3(n), n * sizeof(float), y, n);
+}
+void exec_wave_exchange(float *y, int synced) { KDN_LAUNCH(kernel_wave_exchange, dim3(1), dim3(64), 64 * 4, y, synced); }
+void exec_waves_without_barrier(float *y) { KDN_LAUNCH(kernel_waves_without_barrier, dim3(1), dim3(128), 128 * 4, y); }
+void exec_static_race(float *y) { KDN_LAUNCH(kernel_static_race, dim3(1), dim3(64), 0, y); }
+void exec_lds_past_end(float *y) { KDN_LAUNCH(kernel_lds_past_end, dim3(1), dim3(64), 64 * 4, y, 64); }
+void exec_static_lds_48k(float *y) { KDN_LAUNCH(kernel_static_lds_48k, dim3(1), dim3(64), 20 * 1024, y); }
+void exec_set_timeout(double seconds) { kdn_cpu_set_timeout(seconds); }
+void exec_spin_wait(float *flag) {
+    flag[0] = 0.0f;
+    KDN_LAUNCH(kernel_spin_wait, dim3(1), dim3(64), 0, flag);
+}
+void exec_huge_private(float *y) { KDN_LAUNCH(kernel_huge_private, dim3(1), dim3(64), 0, y); }
 
 int exec_set_schedule(const char *name) { return kdn_cpu_set_schedule(name); }
 void exec_split_barrier(float *y) { KDN_LAUNCH(kernel_split_barrier, dim3(1), dim3(64), 0, y); }

@@ -37,6 +37,32 @@ void exec_missing_barrier(const float *x, float *y, int n);
 /* y[b*64 + t] = b + y[(b-1)*64 + t]: reads another workgroup's output. */
 void exec_reads_other_workgroup(float *y, int blocks);
 
+/* The race detector (build/cpu-race): whether this build has it (after a
+ * launch), how many LDS accesses it has checked, and its planted races. */
+int exec_race_detector(void);
+long exec_lds_checked(void);
+/* 128 threads write one LDS word (write-write race). */
+void exec_write_write(float *y);
+/* Thread t reads LDS word t + 1 mod n, then writes word t (n <= 1024). */
+void exec_read_then_write(float *y, int n);
+/* y[t] = t ^ 1 through LDS in one wave; synced 0: nothing between the write
+ * and the read (relies on lockstep: a race), 1: kdn_wave_sync, 2: a shuffle. */
+void exec_wave_exchange(float *y, int synced);
+/* Two waves exchange through LDS with only kdn_wave_sync between. */
+void exec_waves_without_barrier(float *y);
+/* exec_missing_barrier's race in a static __shared__ array (64 threads). */
+void exec_static_race(float *y);
+/* Reads one float past the 256 bytes of dynamic LDS it launched with. */
+void exec_lds_past_end(float *y);
+/* 48 KB of static LDS, all used, plus 20 KB dynamic: over gfx906's 64 KB. */
+void exec_static_lds_48k(float *y);
+/* The executor's CPU-time limit per launch (KDN_CPU_TIMEOUT), seconds. */
+void exec_set_timeout(double seconds);
+/* Thread 0 spins on flag[0], which thread 1 sets: hangs. */
+void exec_spin_wait(float *flag);
+/* Each thread fills a 1 MB private array: overflows its fiber stack. */
+void exec_huge_private(float *y);
+
 #ifdef __cplusplus
 }
 #endif

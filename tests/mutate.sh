@@ -9,9 +9,9 @@
 #   tests/mutate.sh --all     every fault (make mutate; docs/ci.md's nightly job)
 #   tests/mutate.sh --list    the faults, without running them
 #   tests/mutate.sh NAME...   the faults named (shell patterns, e.g. 'barrier:deltanet_two_launch.cpp:37*')
-# Barrier faults run their tests under the executor's three schedules
-# (KDN_CPU_SCHEDULE asc, desc, shuffle): a missing barrier shows as a race,
-# which one thread order alone may hide.
+# Barrier faults run their tests on the race detector's build (build/cpu-race,
+# make RACECHECK=1): a missing barrier shows as an LDS race, reported whatever
+# the thread order; then under the executor's desc and shuffle schedules.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-quick}
@@ -85,20 +85,27 @@ fi
 # ---- running them ------------------------------------------------------------
 work=$(mktemp -d)
 trap 'rm -rf "$work" "$FAULTS"' EXIT
-git -C "$root" ls-files -z | (cd "$root" && xargs -0 cp --parents -t "$work")
+# Sources with their times, and the builds already made next to them, so
+# that a fault recompiles only its file.
+git -C "$root" ls-files -z | (cd "$root" && xargs -0 cp -p --parents -t "$work")
+for b in cpu cpu-race; do [ ! -d "$root/build/$b" ] || { mkdir -p "$work/build" && cp -pR "$root/build/$b" "$work/build/"; }; done
 cd "$work" || exit 2
-build() { make -j2 BACKEND=cpu build/cpu/test_deltanet >build.log 2>&1; }
+build() {
+    make -j2 BACKEND=cpu build/cpu/test_deltanet >build.log 2>&1 &&
+        make -j2 BACKEND=cpu RACECHECK=1 build/cpu-race/test_deltanet >>build.log 2>&1
+}
 build || { cat build.log; echo "mutate: the unmutated tree does not build"; exit 2; }
 
-# runs TESTS under the schedules given; 0 if every run passed (the fault lived)
-survives() { # survives TESTS SCHEDULE...
-    tests=$1
-    shift
+# runs TESTS with BUILD's test_deltanet under the schedules given; 0 if
+# every run passed (the fault lived)
+survives() { # survives TESTS BUILD SCHEDULE...
+    tests=$1 bin=build/$2/test_deltanet
+    shift 2
     set -f # the patterns are for --test, not the shell
     args=
     for t in $tests; do args="$args --test $t"; done
     for s in "$@"; do
-        KDN_CPU_SCHEDULE=$s timeout "$limit" build/cpu/test_deltanet $args >run.log 2>&1 || { set +f; return 1; }
+        KDN_CPU_SCHEDULE=$s timeout "$limit" $bin $args >run.log 2>&1 || { set +f; return 1; }
     done
     set +f
     return 0
@@ -123,12 +130,15 @@ while IFS="$tab" read -r name file perl tests flags; do
         echo "STALE   $name: does not compile"
         stale=$((stale + 1))
     else
-        case "$flags" in barrier*) schedules="asc desc shuffle:1" ;; *) schedules=asc ;; esac
-        if survives "$tests" $schedules; then
+        case "$flags" in
+        barrier*) survives "$tests" cpu-race asc && survives "$tests" cpu desc shuffle:1 ;;
+        *) survives "$tests" cpu asc ;;
+        esac
+        if [ $? = 0 ]; then
             echo "LIVED   $name ($tests)"
             lived="$lived $name"
         else
-            echo "killed  $name: $(grep -m1 '^\[FAIL\]\|runtime error\|Terminated' run.log | cut -c1-60)"
+            echo "killed  $name: $(grep -m1 '^\[FAIL\]\|runtime error\|Terminated' run.log | cut -c1-60)$(grep -m1 -o 'LDS race at [^(]*' run.log | sed 's/^/ -- /')"
             killed=$((killed + 1))
         fi
     fi

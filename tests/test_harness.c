@@ -338,6 +338,52 @@ static void test_executor(void) {
     CHECK(kdn_sync() == NULL && isnan(out[0]) && isnan(out[63]));
 }
 
+/* A hang and a stack overflow become errors naming the kernel, and the
+ * executor goes on (before: the run hung forever, or died of SIGSEGV). */
+static void spin_wait(float *y) { exec_spin_wait(y); }
+
+static void test_executor_limits(void) {
+    exec_set_timeout(0.5);
+    fails_then_recovers(spin_wait, "kernel_spin_wait", "still running after 0.5 s");
+    exec_set_timeout(300.0);
+    fails_then_recovers(exec_huge_private, "kernel_huge_private", "overflowed its");
+}
+
+/* The race detector (build/cpu-race only: other builds have no hooks). Each
+ * planted race is reported with the kernel, the LDS address and both
+ * threads; the correct kernels and the synchronised exchanges are not. */
+static void read_then_write(float *y) { exec_read_then_write(y, 256); }
+static void wave_exchange_unsynced(float *y) { exec_wave_exchange(y, 0); }
+
+static bool wave_exchange_ok(int synced) {
+    float y[64];
+    exec_wave_exchange(y, synced);
+    bool ok = kdn_sync() == NULL;
+    for (int t = 0; t < 64; t++) ok &= y[t] == (float)(t ^ 1);
+    return ok;
+}
+
+static void test_race_detector(void) {
+    if (!exec_race_detector()) return;
+    long before = exec_lds_checked();
+    CHECK(correct_launches_work());
+    CHECK(exec_lds_checked() >= before + 2048); /* the reversal's 1024 writes and 1024 reads */
+    CHECK(wave_exchange_ok(1) && wave_exchange_ok(2));
+    float x[256], y[256];
+    for (int i = 0; i < 256; i++) x[i] = (float)i;
+    exec_missing_barrier(x, y, 256);
+    const char *e = kdn_sync();
+    CHECK(mentions(e, "kernel_missing_barrier", "LDS race at dynamic LDS byte"));
+    CHECK(mentions(e, "kernel_missing_barrier", "thread 0 wrote it, then thread 1 reads it"));
+    fails_then_recovers(exec_write_write, "kernel_write_write", "thread 0 wrote it, then thread 1 writes it");
+    fails_then_recovers(read_then_write, "kernel_read_then_write", "thread 0 read it, then thread 1 writes it");
+    fails_then_recovers(wave_exchange_unsynced, "kernel_wave_exchange", "lanes of wave 0, no wave operation");
+    fails_then_recovers(exec_waves_without_barrier, "kernel_waves_without_barrier", "(waves 1 and 0)");
+    fails_then_recovers(exec_static_race, "kernel_static_race", "LDS race at static __shared__");
+    fails_then_recovers(exec_lds_past_end, "kernel_lds_past_end", "past the 256 bytes");
+    fails_then_recovers(exec_static_lds_48k, "kernel_static_lds_48k", "49152 bytes of static __shared__");
+}
+
 /* The schedules: correct kernels agree under every one; a missing barrier,
  * a split barrier and a read of another workgroup's output are caught by at
  * least one (the default, ascending order hides the last two). */
@@ -365,7 +411,8 @@ static void test_schedules(void) {
         CHECK(correct_launches_work());
     }
     CHECK(exec_set_schedule("asc") == 0);
-    CHECK(missing_barrier_ok(256) && other_workgroup_ok(8)); /* the races the old executor missed */
+    /* the races the old executor missed (the race detector reports the first) */
+    CHECK(missing_barrier_ok(256) == !exec_race_detector() && other_workgroup_ok(8));
     CHECK(exec_set_schedule("desc") == 0);
     CHECK(!missing_barrier_ok(256) && !other_workgroup_ok(8));
     CHECK(exec_set_schedule("shuffle:7") == 0);
@@ -389,6 +436,8 @@ int main(void) {
     test_verdicts();
     test_runner();
     test_executor();
+    test_executor_limits();
+    test_race_detector();
     test_schedules();
     test_row_ops();
     test_row_ops_f64();

@@ -9,7 +9,9 @@
 #   .github/workflows against the workflow schema (tests/test_workflows.sh),
 #   the reference against itself, result logs and reports,
 #   the product kernels under the executor's descending and shuffled
-#   schedules (races the ascending order hides), the quick subset of the
+#   schedules (races the ascending order hides), the executor's unit tests
+#   and the product kernels on the race detector's build (build/cpu-race:
+#   every LDS access checked), the quick subset of the
 #   planted faults (tests/mutate.sh; make mutate runs them all),
 #   make install + a C caller built with pkg-config (tests/test_install.sh),
 #   every phase of the ladder on the CPU build, its log compared with
@@ -36,7 +38,7 @@ $(BUILD)/test_failing: $(BUILD)/tests/failing_phase.o $(FAILING_OBJ)
 include tests/reference.mk
 include tests/report.mk
 
-.PHONY: test-asan test-gfx906 test-schedules mutate
+.PHONY: test-asan test-gfx906 test-schedules test-race mutate
 # Every product kernel (two-launch, one-launch, recurrent) and the unfused
 # pipeline's barrier kernels, under KDN_CPU_SCHEDULE desc and shuffle:1.
 SCHEDULE_TESTS := 'two_launch_*' one_launch_T1 one_launch_T65 one_launch_gqa3 \
@@ -46,6 +48,16 @@ test-schedules:
 	    KDN_CPU_SCHEDULE=$$s build/cpu/test_deltanet $(foreach t,$(SCHEDULE_TESTS),--test $(t)) \
 	        > build/cpu/schedule.out 2>&1 || { cat build/cpu/schedule.out; exit 1; }; \
 	    echo "schedule $$s: $$(tail -n 1 build/cpu/schedule.out)"; done
+
+# The same kernels and the library's (gdn_*) on the race detector's build,
+# after its own unit tests (the planted races of tests/executor_kernels.cpp).
+RACE_TESTS := $(SCHEDULE_TESTS) 'gdn_*'
+test-race:
+	@$(MAKE) --no-print-directory BACKEND=cpu RACECHECK=1 build/cpu-race/test_deltanet build/cpu-race/test_harness
+	@out=$$(build/cpu-race/test_harness 2>&1); rc=$$?; echo "$$out" | sed 's/^/race: /'; exit $$rc
+	@build/cpu-race/test_deltanet $(foreach t,$(RACE_TESTS),--test $(t)) > build/cpu-race/race.out 2>&1 || \
+	    { cat build/cpu-race/race.out; exit 1; }
+	@echo "race: product kernels, every LDS access checked: $$(tail -n 1 build/cpu-race/race.out)"
 
 # All planted faults (tests/mutate.sh --all; tens of minutes): docs/ci.md's nightly job.
 mutate:
@@ -76,6 +88,7 @@ test:
 	@sh tests/test_install.sh cpu
 	@$(MAKE) --no-print-directory BACKEND=cpu test-report
 	@$(MAKE) --no-print-directory BACKEND=cpu test-schedules
+	@$(MAKE) --no-print-directory BACKEND=cpu test-race
 	@sh tests/mutate.sh
 	@build/cpu/test_deltanet --log build/cpu/ladder.tsv > build/cpu/ladder.out 2> build/cpu/ladder.err; rc=$$?; \
 	 build/cpu/test_deltanet --compare results/baseline-cpu.tsv build/cpu/ladder.tsv > build/cpu/baseline.out 2>&1; \

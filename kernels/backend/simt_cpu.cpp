@@ -19,6 +19,35 @@
 // runs the product kernels under desc and shuffle). Threads that wait at
 // different __syncthreads() calls are an error too (divergent barrier).
 //
+// Lanes of a wave are NOT run in lockstep: between two wave operations
+// (kdn_shfl and what wave.h builds on it, kdn_wave_sync) each lane runs on
+// its own, one lane after another, as CUDA's independent threads may. Two
+// lanes' LDS accesses are ordered only by a wave operation of their wave or
+// a barrier; code that relies on gfx906's lockstep instead is a race here.
+//
+// The race detector (the build/cpu-race build, `make RACECHECK=1`): its
+// kernels are compiled with -fsanitize=kernel-address and calls instead of
+// inline checks, so every load and store of a kernel calls
+// __asan_{load,store}N_noabort below. Those that fall in LDS (the dynamic
+// buffer or the kdn_lds section, where simt_cpu.h puts static __shared__
+// arrays) are checked against a shadow word per 4 bytes that holds the last
+// writer and up to two readers with the epoch of their access. Epochs: one
+// clock, ticked at every barrier release (all waves take the new value) and
+// every wave release (that wave takes it). Two accesses to one word by
+// different threads, at least one a write, are a race unless a barrier lies
+// between them (the earlier epoch is older than the last barrier) or they
+// are lanes of one wave with a wave operation between them (different
+// epochs). The first race fails the launch, naming the kernel, the LDS
+// address and both threads. Two reader slots: a write after reads by three
+// or more threads of which only older ones raced may go unreported; nothing
+// is reported that is not a race by the rule above.
+//
+// Limits turned into errors: a launch that runs longer than KDN_CPU_TIMEOUT
+// seconds of CPU time (default 300; 0: no limit) is stopped as a hang; a
+// fiber that overflows its stack hits a guard page and the launch fails
+// with that message (kernels are built with -fstack-clash-protection, so a
+// large frame probes its way down instead of jumping past the guard).
+//
 // Fibers are made once (ucontext) and then reused for every workgroup of
 // every launch: a fiber loops over "run the kernel body, report done". All
 // switches are _setjmp/_longjmp, which unlike swapcontext make no system call
@@ -34,8 +63,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <setjmp.h>
+#include <signal.h>
 #include <ucontext.h>
+#include <unistd.h>
 
 #if defined(__SANITIZE_ADDRESS__)
 #include <sanitizer/common_interface_defs.h>
@@ -53,6 +85,8 @@ const int kWave = 64;
 const int kMaxThreads = 1024;
 const size_t kMaxLds = 64 * 1024;          // gfx906: 64 KB LDS per workgroup
 const size_t kStack = KDN_ASAN ? 512 * 1024 : 128 * 1024;
+const size_t kGuard = 64 * 1024;           // PROT_NONE below every fiber stack
+const double kDefaultTimeout = 300.0;      // seconds of CPU time per launch
 
 enum State { READY, AT_BARRIER, AT_WAVE, DONE };
 
@@ -62,6 +96,29 @@ struct Fiber {
     State state;
     int parity;                            // which exchange buffer its next wave op uses
     int barrier_site;                      // the __syncthreads() call it waits at
+};
+
+// The race detector's record of one 4-byte LDS word (see the top).
+struct ShadowWord {
+    uint64_t w_epoch, r_epoch[2];
+    int16_t w_thread, r_thread[2];
+};
+
+// An LDS region the race detector watches: the dynamic buffer or the
+// static __shared__ section; shadow[i] describes bytes 4i .. 4i+3.
+struct LdsRegion {
+    uintptr_t base;
+    size_t bytes;
+    const char *name;
+    ShadowWord *shadow;
+};
+
+struct RaceDetector {
+    bool active;                           // a kernel of this build called a hook
+    long checked;                          // LDS accesses checked
+    uint64_t clock, barrier_epoch;
+    uint64_t wave_epoch[1024 / 64];
+    LdsRegion dynamic_lds, static_lds;
 };
 
 enum Order { ASCENDING, DESCENDING, SHUFFLED };
@@ -87,6 +144,11 @@ struct Executor {
     alignas(16) unsigned char lds[kMaxLds];
     int order[kMaxThreads];                // threads in the order the scheduler runs them
     Schedule sched_order;
+    RaceDetector race;
+    bool in_fiber;                         // a fiber runs now (signal handlers look)
+    bool in_launch;
+    double timeout;                        // seconds of CPU time per launch, 0: none
+    bool timeout_read;
     char error[512];
     bool failed;
     // AddressSanitizer's view of the stack switches.
@@ -189,7 +251,8 @@ unsigned long grid_pick(const GridOrder *g, unsigned long i) {
     return i;
 }
 
-char *stack_of(int t) { return E.stacks + (size_t)t * kStack; }
+// Fiber t's stack: kStack bytes above its own guard region.
+char *stack_of(int t) { return E.stacks + (size_t)t * (kGuard + kStack) + kGuard; }
 
 // Fiber -> scheduler; returns when the scheduler resumes this fiber.
 void to_scheduler(void) {
@@ -200,6 +263,20 @@ void to_scheduler(void) {
 #if KDN_ASAN
     __sanitizer_finish_switch_fiber(E.fake_stack, NULL, NULL);
 #endif
+}
+
+// From a signal handler on a fiber's stack or the alternate stack: the
+// launch has failed, the running fiber is dropped (made afresh next time)
+// and the scheduler goes on, sees the error and ends the launch.
+[[noreturn]] void abandon_fiber(int sig) {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, sig);
+    sigprocmask(SIG_UNBLOCK, &set, NULL);
+#if KDN_ASAN
+    __sanitizer_start_switch_fiber(NULL, E.sched_stack_bottom, E.sched_stack_size);
+#endif
+    _longjmp(E.sched, 1);
 }
 
 void fiber_main(void) {
@@ -223,6 +300,7 @@ void run_fiber(int t) {
     __sanitizer_start_switch_fiber(&fake, stack_of(t), kStack);
 #endif
     if (!_setjmp(E.sched)) {
+        E.in_fiber = true;
         if (f->started) _longjmp(f->ctx, 1);
         f->started = true;
         getcontext(&E.boot);
@@ -232,6 +310,7 @@ void run_fiber(int t) {
         makecontext(&E.boot, fiber_main, 0);
         setcontext(&E.boot);
     }
+    E.in_fiber = false;
 #if KDN_ASAN
     __sanitizer_finish_switch_fiber(fake, NULL, NULL);
 #endif
@@ -242,13 +321,164 @@ void yield(State s) {
     to_scheduler();
 }
 
+// ---- limits that would otherwise hang or crash the run ---------------------
+
+struct sigaction previous_segv;
+
+// A fault in a guard region is a fiber's stack overflow: the launch fails
+// with that message. Any other fault goes to the handler that was there
+// before (AddressSanitizer's, or the default: a crash) by returning to the
+// faulting instruction with that handler back in place.
+void on_segv(int sig, siginfo_t *info, void *uc) {
+    (void)uc;
+    uintptr_t a = (uintptr_t)info->si_addr, base = (uintptr_t)E.stacks, slot = kGuard + kStack;
+    if (E.in_fiber && E.stacks && a >= base && a < base + slot * kMaxThreads && (a - base) % slot < kGuard) {
+        fail("thread %d overflowed its %zu KB fiber stack (private arrays too large: gfx906 has no scratch "
+             "for them either)", E.cur, kStack / 1024);
+        abandon_fiber(sig);
+    }
+    sigaction(SIGSEGV, &previous_segv, NULL);
+}
+
+void on_timeout(int sig) {
+    if (!E.in_fiber) { // between fibers: the scheduler itself always ends; catch the next fiber
+        struct itimerval soon = {{0, 0}, {0, 10000}};
+        setitimer(ITIMER_VIRTUAL, &soon, NULL);
+        return;
+    }
+    fail("thread %d still running after %g s of CPU time (KDN_CPU_TIMEOUT): a hang, e.g. a spin-wait on "
+         "another thread", E.cur, E.timeout);
+    abandon_fiber(sig);
+}
+
+void arm_timeout(double seconds) {
+    struct itimerval t = {{0, 0}, {(time_t)seconds, (suseconds_t)((seconds - (double)(time_t)seconds) * 1e6)}};
+    setitimer(ITIMER_VIRTUAL, &t, NULL);
+}
+
+// KDN_CPU_TIMEOUT (seconds of CPU time per launch, 0: none), read at the
+// first launch; a value that is not a number fails every launch.
+void read_timeout(void) {
+    static const char *bad;
+    if (!E.timeout_read) {
+        E.timeout_read = true;
+        E.timeout = kDefaultTimeout;
+        const char *v = getenv("KDN_CPU_TIMEOUT");
+        if (v && *v) {
+            char *end;
+            double x = strtod(v, &end);
+            if (*end || !(x >= 0.0) || x > 1e6) bad = v;
+            else E.timeout = x;
+        }
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_timeout;
+        sigaction(SIGVTALRM, &sa, NULL);
+    }
+    if (bad) fail("KDN_CPU_TIMEOUT='%s': expected seconds (0: no limit)", bad);
+}
+
+// Fiber stacks, each above a PROT_NONE guard region, and the SIGSEGV
+// handler (on its own stack: the faulting one is full) that names an overflow.
 bool ensure_stacks(void) {
     if (E.stacks) return true;
-    void *p = mmap(NULL, kStack * kMaxThreads, PROT_READ | PROT_WRITE,
+    const size_t slot = kGuard + kStack;
+    void *p = mmap(NULL, slot * kMaxThreads, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (p == MAP_FAILED) return false;
+    for (int t = 0; t < kMaxThreads; t++)
+        if (mprotect((char *)p + (size_t)t * slot, kGuard, PROT_NONE) != 0) return false;
+    static char alt[64 * 1024];
+    stack_t ss;
+    memset(&ss, 0, sizeof ss);
+    ss.ss_sp = alt;
+    ss.ss_size = sizeof alt;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_sigaction = on_segv;
+    sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
+    if (sigaltstack(&ss, NULL) != 0 || sigaction(SIGSEGV, &sa, &previous_segv) != 0) return false;
     E.stacks = (char *)p;
     return true;
+}
+
+// ---- the race detector -----------------------------------------------------
+
+// Epochs (see the top): a barrier (or a workgroup's start) gives every wave
+// the new clock value, a wave release only its wave.
+void tick_barrier(void) {
+    RaceDetector &R = E.race;
+    R.barrier_epoch = ++R.clock;
+    for (int w = 0; w < kMaxThreads / kWave; w++) R.wave_epoch[w] = R.clock;
+}
+
+void tick_wave(int w) { E.race.wave_epoch[w] = ++E.race.clock; }
+
+// Whether an access by thread `other` at `epoch` and one by the running
+// thread now are unordered: same barrier interval, and different waves or
+// one wave with no wave operation between.
+bool concurrent(int other, uint64_t epoch) {
+    const RaceDetector &R = E.race;
+    if (epoch < R.barrier_epoch || other == E.cur) return false;
+    return other / kWave != E.cur / kWave || epoch == R.wave_epoch[E.cur / kWave];
+}
+
+void report_race(const LdsRegion &r, size_t word, int other, bool other_wrote, bool write) {
+    char how[96];
+    if (other / kWave == E.cur / kWave)
+        snprintf(how, sizeof how, "lanes of wave %d, no wave operation between them", other / kWave);
+    else
+        snprintf(how, sizeof how, "waves %d and %d", other / kWave, E.cur / kWave);
+    fail("LDS race at %s byte %zu (%p): thread %d %s it, then thread %d %s it, with no barrier between (%s)",
+         r.name, word * 4, (void *)(r.base + word * 4), other, other_wrote ? "wrote" : "read", E.cur,
+         write ? "writes" : "reads", how);
+}
+
+// The reader slot the running thread's read goes to: its own, a free one
+// (its read ordered before now for everyone), or the older of the two.
+int reader_slot(const ShadowWord &w) {
+    for (int k = 0; k < 2; k++)
+        if (w.r_thread[k] == E.cur) return k;
+    for (int k = 0; k < 2; k++)
+        if (w.r_epoch[k] < E.race.barrier_epoch) return k;
+    return w.r_epoch[0] <= w.r_epoch[1] ? 0 : 1;
+}
+
+void check_word(const LdsRegion &r, size_t i, bool write) {
+    ShadowWord &w = r.shadow[i];
+    const uint64_t now = E.race.wave_epoch[E.cur / kWave];
+    if (concurrent(w.w_thread, w.w_epoch)) return report_race(r, i, w.w_thread, true, write);
+    if (!write) {
+        int k = reader_slot(w);
+        w.r_thread[k] = (int16_t)E.cur, w.r_epoch[k] = now;
+        return;
+    }
+    for (int k = 0; k < 2; k++)
+        if (concurrent(w.r_thread[k], w.r_epoch[k])) return report_race(r, i, w.r_thread[k], false, true);
+    w.w_thread = (int16_t)E.cur, w.w_epoch = now;
+    w.r_epoch[0] = w.r_epoch[1] = 0;
+}
+
+// Every load and store of an instrumented kernel: those in LDS are checked.
+// (Unused under AddressSanitizer, whose runtime owns the hooks.)
+[[maybe_unused]] void lds_access(const void *p, size_t n, bool write) {
+    RaceDetector &R = E.race;
+    R.active = true;
+    if (!E.in_fiber || E.failed || n == 0) return;
+    const uintptr_t a = (uintptr_t)p;
+    LdsRegion *r = a - R.dynamic_lds.base < kMaxLds ? &R.dynamic_lds
+                 : a - R.static_lds.base < R.static_lds.bytes ? &R.static_lds : NULL;
+    if (!r) return;
+    const size_t off = a - r->base;
+    if (r == &R.dynamic_lds && off + n > r->bytes) {
+        fail("thread %d %s dynamic LDS byte %zu, past the %zu bytes the launch asked for", E.cur,
+             write ? "writes" : "reads", off + n - 1, r->bytes);
+        return;
+    }
+    if (!r->shadow) r->shadow = (ShadowWord *)calloc((r == &R.dynamic_lds ? kMaxLds : r->bytes) / 4 + 1,
+                                                    sizeof(ShadowWord));
+    R.checked++;
+    for (size_t i = off / 4; i <= (off + n - 1) / 4 && !E.failed; i++) check_word(*r, i, write);
 }
 
 int wave_width(int first_lane) {
@@ -264,6 +494,7 @@ bool release_waves(void) {
         for (int l = 0; l < n; l++) waiting += E.fibers[w + l].state == AT_WAVE;
         if (waiting == n) {
             for (int l = 0; l < n; l++) E.fibers[w + l].state = READY;
+            tick_wave(w / kWave);
             released = true;
         }
     }
@@ -279,6 +510,7 @@ void resolve_barrier(int at_barrier, int done) {
                 return;
             }
         for (int t = 0; t < E.nthreads; t++) E.fibers[t].state = READY;
+        tick_barrier();
     } else if (at_barrier + done == E.nthreads) {
         fail("__syncthreads() not reached by all threads: %d of %d threads had exited", done, E.nthreads);
     } else {
@@ -303,6 +535,7 @@ void run_workgroup(void) {
         E.fibers[t].state = READY;
         E.fibers[t].parity = 0;
     }
+    tick_barrier();
     for (;;) {
         order_threads();
         for (int i = 0; i < E.nthreads && !E.failed; i++)
@@ -339,18 +572,38 @@ static long launches;
 
 long kdn_cpu_launch_count(void) { return launches; }
 
-void kdn_cpu_launch(const char *kernel, dim3 grid, dim3 block, size_t shmem, void (*body)(void *), void *ctx) {
-    launches++;
-    if (E.failed) return;  // an earlier error stands until it is taken
-    E.kernel = kernel;
-    blockIdx.x = blockIdx.y = blockIdx.z = 0;
-    read_schedule();
-    if (E.failed || !check_launch(grid, block, shmem)) return;
-    E.body = body;
-    E.arg = ctx;
-    E.nthreads = (int)(block.x * block.y * block.z);
-    gridDim = grid;
-    blockDim = block;
+// The static __shared__ arrays (simt_cpu.h puts them in this section; weak:
+// a program may have none).
+extern "C" char __start_kdn_lds[] __attribute__((weak)), __stop_kdn_lds[] __attribute__((weak));
+
+static void watch_lds(size_t shmem) {
+    LdsRegion &d = E.race.dynamic_lds, &s = E.race.static_lds;
+    d.base = (uintptr_t)E.lds, d.bytes = shmem, d.name = "dynamic LDS";
+    s.base = (uintptr_t)__start_kdn_lds, s.name = "static __shared__";
+    s.bytes = __start_kdn_lds ? (size_t)(__stop_kdn_lds - __start_kdn_lds) : 0;
+}
+
+// Bytes of static __shared__ arrays the workgroup that began at `epoch`
+// used (words it read or wrote): only the race detector's build sees them.
+static size_t static_lds_used(uint64_t epoch) {
+    const LdsRegion &s = E.race.static_lds;
+    size_t words = 0;
+    for (size_t i = 0; s.shadow && i < s.bytes / 4; i++) {
+        const ShadowWord &w = s.shadow[i];
+        words += w.w_epoch >= epoch || w.r_epoch[0] >= epoch || w.r_epoch[1] >= epoch;
+    }
+    return words * 4;
+}
+
+// gfx906's 64 KB hold static and dynamic LDS together. The static part is
+// known from the first workgroup's accesses, where the race detector runs.
+static void check_static_lds(uint64_t epoch, size_t shmem) {
+    const size_t used = static_lds_used(epoch);
+    if (used + shmem > kMaxLds)
+        fail("%zu bytes of static __shared__ arrays + %zu bytes of dynamic LDS exceed gfx906's 64 KB", used, shmem);
+}
+
+static void run_grid(dim3 grid, size_t shmem) {
     GridOrder order = grid_order((unsigned long)grid.x * grid.y * grid.z);
     for (unsigned long i = 0; i < order.n; i++) {
         unsigned long w = grid_pick(&order, i);
@@ -359,7 +612,9 @@ void kdn_cpu_launch(const char *kernel, dim3 grid, dim3 block, size_t shmem, voi
         blockIdx.z = (unsigned)(w / grid.x / grid.y);
         // Uninitialised LDS reads as NaN, so a kernel that forgets to fill it fails its test.
         memset(E.lds, 0xff, shmem);
+        const uint64_t epoch = E.race.clock + 1; // run_workgroup's first tick
         run_workgroup();
+        if (i == 0 && E.race.active && !E.failed) check_static_lds(epoch, shmem);
         if (E.failed) {
             abandon_fibers();
             return;
@@ -367,10 +622,31 @@ void kdn_cpu_launch(const char *kernel, dim3 grid, dim3 block, size_t shmem, voi
     }
 }
 
+void kdn_cpu_launch(const char *kernel, dim3 grid, dim3 block, size_t shmem, void (*body)(void *), void *ctx) {
+    launches++;
+    if (E.failed) return;  // an earlier error stands until it is taken
+    E.kernel = kernel;
+    blockIdx.x = blockIdx.y = blockIdx.z = 0;
+    read_schedule();
+    read_timeout();
+    if (E.failed || !check_launch(grid, block, shmem)) return;
+    E.body = body;
+    E.arg = ctx;
+    E.nthreads = (int)(block.x * block.y * block.z);
+    gridDim = grid;
+    blockDim = block;
+    watch_lds(shmem);
+    if (E.timeout > 0) arm_timeout(E.timeout);
+    run_grid(grid, shmem);
+    arm_timeout(0);
+}
+
 void kdn_cpu_barrier(int site) {
     E.fibers[E.cur].barrier_site = site;
     yield(AT_BARRIER);
 }
+
+void kdn_cpu_wave_sync(void) { yield(AT_WAVE); }
 
 int kdn_cpu_set_schedule(const char *name) { return parse_schedule(name, &E.sched_order) ? 0 : -1; }
 
@@ -399,3 +675,33 @@ const char *kdn_cpu_take_error(void) {
     E.failed = false;
     return E.error;
 }
+
+void kdn_cpu_set_timeout(double seconds) {
+    E.timeout_read = true;
+    E.timeout = seconds;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_timeout;
+    sigaction(SIGVTALRM, &sa, NULL);
+}
+
+bool kdn_cpu_race_detector(void) { return E.race.active; }
+long kdn_cpu_lds_checked(void) { return E.race.checked; }
+
+// The hooks of -fsanitize=kernel-address with calls (the build/cpu-race
+// kernels): the race detector sees every load and store. Other builds never
+// call them; AddressSanitizer's runtime has its own (not to be replaced).
+#if !KDN_ASAN
+extern "C" {
+#define KDN_RACE_HOOKS(n)                                                              \
+    void __asan_load##n##_noabort(const void *p) { lds_access(p, n, false); }          \
+    void __asan_store##n##_noabort(const void *p) { lds_access(p, n, true); }
+KDN_RACE_HOOKS(1)
+KDN_RACE_HOOKS(2)
+KDN_RACE_HOOKS(4)
+KDN_RACE_HOOKS(8)
+KDN_RACE_HOOKS(16)
+void __asan_loadN_noabort(const void *p, size_t n) { lds_access(p, n, false); }
+void __asan_storeN_noabort(const void *p, size_t n) { lds_access(p, n, true); }
+}
+#endif

@@ -20,8 +20,10 @@ extern dim3 blockDim, gridDim;
 #define __forceinline__ inline
 #define __launch_bounds__(...)
 // One copy per program: workgroups run one after another, so a static array
-// is exactly one workgroup's LDS at a time.
-#define __shared__ static
+// is exactly one workgroup's LDS at a time. The section lets the race
+// detector tell these arrays from other memory (gcc ignores it for statics
+// of templates: a template kernel uses KDN_DYNAMIC_SHARED, as all do).
+#define __shared__ static __attribute__((section("kdn_lds")))
 
 // A barrier names its call site (__COUNTER__: one number per textual call in
 // a translation unit, kept when the compiler duplicates the code around it),
@@ -32,6 +34,8 @@ void *kdn_cpu_dynamic_shared(void);
 // Every lane of the calling wave contributes v; returns lane src's value.
 float kdn_cpu_wave_read(float v, int src_lane);
 int kdn_cpu_lane(void);
+// Every lane of the calling wave waits here for the others (kdn_wave_sync).
+void kdn_cpu_wave_sync(void);
 
 void kdn_cpu_launch(const char *kernel, dim3 grid, dim3 block, size_t shmem,
                     void (*body)(void *), void *ctx);
@@ -41,4 +45,10 @@ long kdn_cpu_launch_count(void);
 // The thread and workgroup order of later launches (asc, desc, shuffle,
 // shuffle:SEED; simt_cpu.cpp); KDN_CPU_SCHEDULE sets it for a whole run.
 // 0, or -1 (unchanged) for an unknown name.
-int kdn_cpu_set_schedule(const char *name);  // launches so far, for --bench
+int kdn_cpu_set_schedule(const char *name);
+// The CPU-time limit per launch in seconds (0: none), as KDN_CPU_TIMEOUT.
+void kdn_cpu_set_timeout(double seconds);
+// Whether this program's kernels are instrumented for the race detector
+// (build/cpu-race) and have called it, and how many LDS accesses it checked.
+bool kdn_cpu_race_detector(void);
+long kdn_cpu_lds_checked(void);

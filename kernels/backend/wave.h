@@ -22,9 +22,9 @@ __device__ __forceinline__ int kdn_lane(void) {
     return (int)lane;
 }
 #else
-// The executor runs a wave's lanes one after another between wave operations;
-// a read by one lane and a write by another are ordered by the kernel's code.
-__device__ __forceinline__ void kdn_wave_sync(void) {}
+// The executor runs a wave's lanes one after another between wave operations
+// (no lockstep, like CUDA's independent threads): the lanes meet here.
+__device__ __forceinline__ void kdn_wave_sync(void) { kdn_cpu_wave_sync(); }
 __device__ __forceinline__ float kdn_shfl(float v, int src) { return kdn_cpu_wave_read(v, src); }
 __device__ __forceinline__ int kdn_lane(void) { return kdn_cpu_lane(); }
 #endif
