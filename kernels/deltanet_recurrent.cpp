@@ -14,11 +14,13 @@
 //             8 warps on CUDA; a group never straddles a wave for KDN_WAVE 32 or
 //             64). No LDS, no barriers.
 //   group     owns one state column b, i.e. D_k contiguous floats.
-//   lane      lane j of a group owns rows i = j + 16 r (r < R = ceil(D_k / 16)) of
-//             that column, kept in R registers for all T tokens: the state is
-//             read once and written once, and each load/store instruction of a
-//             wave touches whole 64-byte runs of consecutive addresses
-//             (coalesced; four columns side by side in memory per gfx906 wave).
+//   lane      lane j of a group owns R = ceil(D_k / 16) rows of that column,
+//             kept in R registers for all T tokens (the state is read once and
+//             written once): runs of 4 consecutive rows 4j .. 4j+3, 64 rows
+//             apart (Rows<true>: one 16-byte load or store per run, a group
+//             covers 256 contiguous bytes per instruction), or where a call's
+//             views are not 16-byte aligned single rows j + 16 r (Rows<false>,
+//             64 contiguous bytes per group and instruction).
 //   per token each lane forms partial sums of S[:,b].k, S[:,b].q and k.q over
 //             its R rows, the group adds them in one 4-step xor butterfly
 //             (a group is a DPP row: each step a row rotation), and then
@@ -30,16 +32,17 @@
 //             Lane 0 of the group stores o_b. k_t and q_t (one key head, tiny)
 //             are read straight from global memory into the same row slots; the
 //             16 groups of a workgroup read the same lines, so they come from
-//             L1/L2. The next token's k, q, v, g, beta are loaded before the
-//             current token is processed, so their latency overlaps its math.
+//             L1/L2. In prompts the next token's k, q, v, g, beta are loaded before
+//             the current token is processed, so their latency overlaps its math.
 //
 // Why it fits gfx906: wave64 with no matrix cores and a long memory latency
 // wants many independent waves and a streaming, coalesced state access; this
-// uses 16 rows of state + 2 x 2 x 8 token values per lane for D_k = 128
-// (59 VGPRs at D_k = 128: 4 waves per SIMD), no scratch and no LDS. The only
-// cross-lane traffic is 12 DPP row rotations per token (VALU modifiers, no
-// LDS traffic; ds_bpermute before issue 13). D_k <= 64 / 128 / 256
-// use instantiations with R = 4 / 8 / 16 registers of state per lane.
+// uses R rows of state + 2 x 2 R token values per lane (60 VGPRs at D_k = 128
+// with the one-token-ahead prefetch: 4 waves per SIMD; 49 for decode, which
+// has no next token), no scratch and no LDS. The only cross-lane traffic is
+// 12 DPP row rotations per token (VALU modifiers, no LDS traffic;
+// ds_bpermute before issue 13). D_k <= 64 / 128 / 256 use instantiations
+// with R = 4 / 8 / 16 registers of state per lane.
 //
 // Supported shapes (others are refused, see the launcher):
 //   1 <= D_k <= 256 (any value; rows past D_k are masked), D_v >= 1 (any value;
@@ -52,6 +55,8 @@
 #include "backend/wave.h"
 #include "heads.h"
 #include "kdn.h"
+
+#include <stdint.h>
 
 static const int kGroup = 16;                          // lanes per state column
 static const int kBlock = 256;                         // threads per workgroup
@@ -84,41 +89,73 @@ struct TokenPtrs {
     long st_k, st_q, st_v, st_g, st_beta;
 };
 
-template <int R, bool kFull, bool kKda>
-__device__ __forceinline__ void load_token(TokenIn<R, kKda> &x, int tn, const TokenPtrs &p, int n_rows) {
-    const float *kt = p.k + (size_t)tn * p.st_k;
-    const float *qt = p.q + (size_t)tn * p.st_q;
-    const float *gt = p.g + (size_t)tn * p.st_g;
-    for (int r = 0; r < R; r++) {
-        bool in = kFull || r * kGroup < n_rows;
-        x.k[r] = in ? kt[r * kGroup] : 0.0f;
-        x.q[r] = in ? qt[r * kGroup] : 0.0f;
-        if (kKda) x.gk[r] = in ? gt[r * kGroup] : 0.0f;
+// A lane's rows of a column: R rows in runs of kRun consecutive ones, the
+// runs kGroup * kRun rows apart; lane j's first row is j * kRun. With kVec a
+// run is 4 rows, read and written as one 16-byte access (dwordx4 on gfx906):
+// a group then covers 256 contiguous bytes per instruction instead of 64.
+// p points at the lane's first row; n_rows = D_k - that row; rows past D_k
+// (only when !kFull) read as zeros and are never written.
+template <bool kVec>
+struct Rows {
+    static const int kRun = kVec ? 4 : 1;
+    static const int kStride = kGroup * kRun;  // rows from one run of a lane to its next
+};
+
+template <int R, bool kFull, bool kVec>
+__device__ __forceinline__ void load_rows(const float *p, int n_rows, float x[R]) {
+    typedef Rows<kVec> L;
+    for (int c = 0; c < R / L::kRun; c++) {
+        const bool in = kFull || c * L::kStride < n_rows;
+        if (kVec && kFull) kdn_load4(p + c * L::kStride, x + 4 * c);
+        else if (kVec) kdn_load4_if(p + c * L::kStride, in, x + 4 * c);
+        else x[c] = in ? p[c * L::kStride] : 0.0f;
     }
+}
+
+template <int R, bool kFull, bool kVec>
+__device__ __forceinline__ void store_rows(float *p, int n_rows, const float x[R]) {
+    typedef Rows<kVec> L;
+    for (int c = 0; c < R / L::kRun; c++) {
+        if (!(kFull || c * L::kStride < n_rows)) continue;
+        if (kVec) kdn_store4(p + c * L::kStride, x + 4 * c);
+        else p[c * L::kStride] = x[c];
+    }
+}
+
+template <int R, bool kFull, bool kKda, bool kVec>
+__device__ __forceinline__ void load_token(TokenIn<R, kKda> &x, int tn, const TokenPtrs &p, int n_rows) {
+    const float *gt = p.g + (size_t)tn * p.st_g;
+    load_rows<R, kFull, kVec>(p.k + (size_t)tn * p.st_k, n_rows, x.k);
+    load_rows<R, kFull, kVec>(p.q + (size_t)tn * p.st_q, n_rows, x.q);
+    if (kKda) load_rows<R, kFull, kVec>(gt, n_rows, x.gk);
     x.v = p.v[(size_t)tn * p.st_v];
     x.g = kKda ? 0.0f : gt[0];
     x.beta = p.beta[(size_t)tn * p.st_beta];
 }
 
 // Stores this lane's rows of column b of S into snapshot slot `slot`.
-template <int R, bool kFull>
+template <int R, bool kFull, bool kVec>
 __device__ __forceinline__ void store_state(const KdnRecurrentCall &c, const float S[R], int slot, size_t s_off,
                                             int n_rows) {
     const size_t slot_floats = (size_t)c.s.D_k * c.s.D_v * c.s.H_v * c.s.n_seqs;
-    float *dst = c.snapshots + (size_t)slot * slot_floats + s_off;
-    for (int r = 0; r < R; r++)
-        if (kFull || r * kGroup < n_rows) dst[r * kGroup] = S[r];
+    store_rows<R, kFull, kVec>(c.snapshots + (size_t)slot * slot_floats + s_off, n_rows, S);
 }
 
 // kSnap: snapshots stored inside the token loop (K > 1, and the KDA variant);
 // without it only the final state is stored, after the loop: a store in the
 // loop keeps 3 more VGPRs live (66 vs 63 at D_k = 128 on gfx906, 3 waves per
 // SIMD instead of 4), so the decode path of K = 1 does without.
-template <int R, bool kFull, bool kKda, bool kSnap>
+// kAhead: token t + 1's inputs are loaded while token t is processed (prompts).
+// Decode (T = 1) has no next token: without the second set of token
+// registers the D_k = 128 decode kernel needs 49 VGPRs instead of 60 on
+// gfx906 (still 4 waves per SIMD: 5 would need 48) and runs 1-2 % faster on
+// the H100 (docs/performance.md, issue 14).
+template <int R, bool kFull, bool kKda, bool kSnap, bool kVec, bool kAhead>
 __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurrentCall c) {
     const int T = c.s.T, H_k = c.s.H_k, H_v = c.s.H_v, D_k = c.s.D_k, D_v = c.s.D_v;
     const int tid = (int)threadIdx.x;
-    const int row0 = tid % kGroup;  // == lane % kGroup: groups are aligned inside the wave
+    // lane % kGroup (groups are aligned inside the wave) picks the lane's rows
+    const int row0 = tid % kGroup * Rows<kVec>::kRun;
     const int col = (int)blockIdx.x * kColsPerBlock + tid / kGroup;
     const int h = (int)blockIdx.y;
     const int seq = (int)blockIdx.z;
@@ -127,14 +164,14 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurr
     // joins the shuffles; they read column D_v - 1 and store nothing.
     const bool col_ok = col < D_v;
     const int b = col_ok ? col : D_v - 1;
-    // This lane's rows are row0 + kGroup r for r < R; rows past D_k (only when
+    // This lane's rows start at row0 (Rows<kVec>); rows past D_k (only when
     // !kFull) hold zeros in S, k and q, so they add nothing anywhere.
     const int n_rows = D_k - row0;
 
     const float *__restrict__ state_in = c.state_in;
     const size_t s_off = ((size_t)(seq * H_v + h) * D_v + b) * D_k + row0;
     float S[R];
-    for (int r = 0; r < R; r++) S[r] = kFull || r * kGroup < n_rows ? state_in[s_off + r * kGroup] : 0.0f;
+    load_rows<R, kFull, kVec>(state_in + s_off, n_rows, S);
 
     TokenPtrs p;
     p.k = c.k + seq * c.k_st[2] + hk * c.k_st[0] + row0;
@@ -147,12 +184,12 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurr
     float *ob = c.o + ((size_t)seq * T * H_v + h) * D_v + b;
 
     TokenIn<R, kKda> cur;
-    if (T > 0) load_token<R, kFull, kKda>(cur, 0, p, n_rows);
+    if (T > 0) load_token<R, kFull, kKda, kVec>(cur, 0, p, n_rows);
 
     for (int t = 0; t < T; t++) {
         // Prefetch token t + 1 (the last token reloads itself: branch-free).
         TokenIn<R, kKda> nxt;
-        load_token<R, kFull, kKda>(nxt, t + 1 < T ? t + 1 : t, p, n_rows);
+        if (kAhead) load_token<R, kFull, kKda, kVec>(nxt, t + 1 < T ? t + 1 : t, p, n_rows);
 
         // KDA decays each row by its own factor before anything reads S; the
         // scalar gate is folded into the formulas below (a).
@@ -176,11 +213,12 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurr
         // o is linear in q: ggml's 1/sqrt(S_v) on q is one multiply here.
         if (row0 == 0 && col_ok) ob[(size_t)t * st_o] = c.q_scale * fmaf(d, kq, a * sq);
         // Snapshot slot T-1-t holds the state after token t (slot 0: final).
-        if (kSnap && col_ok && T - 1 - t < c.K) store_state<R, kFull>(c, S, T - 1 - t, s_off, n_rows);
-        cur = nxt;
+        if (kSnap && col_ok && T - 1 - t < c.K) store_state<R, kFull, kVec>(c, S, T - 1 - t, s_off, n_rows);
+        if (kAhead) cur = nxt;
+        else if (t + 1 < T) load_token<R, kFull, kKda, kVec>(cur, t + 1, p, n_rows);
     }
     // Without kSnap, or with no token at all: slot 0 gets the state as it is now.
-    if ((!kSnap || T == 0) && col_ok) store_state<R, kFull>(c, S, 0, s_off, n_rows);
+    if ((!kSnap || T == 0) && col_ok) store_state<R, kFull, kVec>(c, S, 0, s_off, n_rows);
 }
 
 static const char *unsupported(const KdnRecurrentCall *c) {
@@ -194,17 +232,39 @@ static const char *unsupported(const KdnRecurrentCall *c) {
     return NULL;
 }
 
-template <int R, bool kFull>
+template <int R, bool kFull, bool kVec>
 static void launch(const KdnRecurrentCall *c) {
     dim3 grid((unsigned)KDN_CEIL_DIV(c->s.D_v, kColsPerBlock), (unsigned)c->s.H_v, (unsigned)c->s.n_seqs);
-    // three variants: scalar gate K = 1 (decode, prompts), scalar gate with
-    // snapshots, KDA gate (with or without snapshots)
+    // four variants: scalar gate K = 1 for decode (T = 1) and for prompts,
+    // scalar gate with snapshots, KDA gate (with or without snapshots)
     if (c->kda)
-        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, true, true>), grid, dim3(kBlock), 0, *c);
+        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, true, true, kVec, true>), grid, dim3(kBlock), 0, *c);
     else if (c->K > 1)
-        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, true>), grid, dim3(kBlock), 0, *c);
+        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, true, kVec, true>), grid, dim3(kBlock), 0, *c);
+    else if (c->s.T > 1)
+        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, false, kVec, true>), grid, dim3(kBlock), 0, *c);
     else
-        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, false>), grid, dim3(kBlock), 0, *c);
+        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, false, kVec, false>), grid, dim3(kBlock), 0, *c);
+}
+
+static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
+
+static bool strides_of4(const long st[3]) { return st[0] % 4 == 0 && st[1] % 4 == 0 && st[2] % 4 == 0; }
+
+// The 16-byte row runs (Rows<true>) need every row vector a lane reads or
+// writes to start on 16 bytes: D_k a multiple of 4 (the state's columns and
+// snapshot slots), aligned base pointers and key/query (and KDA gate) strides
+// in multiples of 4 floats. Views that are not fall back to single floats.
+static bool vector_rows_ok(const KdnRecurrentCall *c) {
+    return c->s.D_k % 4 == 0 && aligned16(c->state_in) && aligned16(c->snapshots) && aligned16(c->k) &&
+           aligned16(c->q) && strides_of4(c->k_st) && strides_of4(c->q_st) &&
+           (!c->kda || (aligned16(c->g) && strides_of4(c->g_st)));
+}
+
+template <int R, bool kFull>
+static void launch_rows(const KdnRecurrentCall *c) {
+    if (vector_rows_ok(c)) launch<R, kFull, true>(c);
+    else launch<R, kFull, false>(c);
 }
 
 // Strides of a contiguous [D, H, T, n_seqs] tensor for dims 1..3, in floats.
@@ -223,12 +283,12 @@ void kdn_deltanet_recurrent_call(const KdnRecurrentCall *c) {
         return;
     }
     const int D_k = c->s.D_k;
-    if (D_k == 4 * kGroup) launch<4, true>(c);
-    else if (D_k == 8 * kGroup) launch<8, true>(c);
-    else if (D_k == 16 * kGroup) launch<16, true>(c);
-    else if (D_k < 4 * kGroup) launch<4, false>(c);
-    else if (D_k < 8 * kGroup) launch<8, false>(c);
-    else launch<16, false>(c);
+    if (D_k == 4 * kGroup) launch_rows<4, true>(c);
+    else if (D_k == 8 * kGroup) launch_rows<8, true>(c);
+    else if (D_k == 16 * kGroup) launch_rows<16, true>(c);
+    else if (D_k < 4 * kGroup) launch_rows<4, false>(c);
+    else if (D_k < 8 * kGroup) launch_rows<8, false>(c);
+    else launch_rows<16, false>(c);
 }
 
 void kdn_deltanet_recurrent(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,

@@ -387,6 +387,9 @@ static const Test tests[] = {
     {8, "recurrent_odd_dims", "recurrent", TOL_CHUNK,
      {.T = 37, .n_seqs = 3, .H_k = 2, .H_v = 6, .D_k = 72, .D_v = 40, .chunk = 64, .state = 1}, t_recurrent},
     {8, "recurrent_strong_decay", "recurrent", TOL_CHUNK, {QWEN(70, 1), .decay = DECAY_STRONG, .state = 1}, t_recurrent},
+    /* D_k not a multiple of 4: the single-row fallback of the 16-byte row runs */
+    {8, "recurrent_dk_not4", "recurrent", TOL_CHUNK,
+     {.T = 9, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 70, .D_v = 24, .chunk = 64, .state = 1}, t_recurrent},
     /* one-launch chunked kernel: T around the chunk size, ragged tails, grouped
      * heads H_v/H_k = 1..4, decay extremes, chunk 32, odd dimensions */
     {8, "one_launch_T1", "one_launch", TOL_CHUNK, {QWEN(1, 2), .state = 1}, t_one_launch},

@@ -473,10 +473,12 @@ def work_recurrent(T, B, Dk=D_K, Dv=D_V):
 
 
 # kernel (short name, template arguments), waves/SIMD it is designed for, work function. The recurrent
-# kernel is its decode instantiation: scalar gate, no snapshots in the loop (D_k = 128: R = 8, full rows).
+# kernel is its prompt instantiation: scalar gate, no snapshots in the loop (D_k = 128: R = 8, full rows),
+# 16-byte row runs, one token ahead; decode (T = 1) runs it without the prefetch (fewer VGPRs, the same
+# bytes), which this one stands for.
 PRODUCT = [("kernel_two_launch_intra", "64, true", 2, work_intra),
            ("kernel_two_launch_state", "64, true", 2, work_state),
-           ("kernel_deltanet_recurrent", "8, true, false, false", 4, work_recurrent)]
+           ("kernel_deltanet_recurrent", "8, true, false, false, true, true", 4, work_recurrent)]
 SHAPES = [("prefill", 1024, 1), ("prefill", 1024, 4), ("prefill", 4096, 1), ("prefill", 4096, 4),
           ("prefill", 16384, 1), ("prefill", 16384, 4), ("decode", 1, 1), ("decode", 1, 4), ("decode", 1, 128)]
 
