@@ -89,6 +89,11 @@ static _Noreturn void abandon_test(Ctx *c, const char *fmt, ...) {
 /* n elements of `size` bytes, or SIZE_MAX when that overflows */
 static size_t bytes_of(size_t n, size_t size) { return n > SIZE_MAX / size ? SIZE_MAX : n * size; }
 
+/* Host memory held for a moment on top of the test's arrays (footprint check). */
+static void note_temp(Ctx *c, size_t bytes) {
+    if (c->host_now + (double)bytes > c->host_peak) c->host_peak = c->host_now + (double)bytes;
+}
+
 static void *host_alloc(Ctx *c, size_t bytes) {
     if (c->n_host == MAX_HOST) {
         fprintf(stderr, "harness: more than %d host arrays in one test\n", MAX_HOST);
@@ -96,6 +101,8 @@ static void *host_alloc(Ctx *c, size_t bytes) {
     }
     void *p = bytes == SIZE_MAX ? NULL : calloc(bytes ? bytes : 1, 1);
     if (!p) abandon_test(c, "out of host memory: an array of %zu bytes", bytes);
+    c->host_now += (double)bytes;
+    note_temp(c, 0);
     return c->host[c->n_host++] = p;
 }
 
@@ -127,6 +134,8 @@ static float *dev_alloc(Ctx *c, const char *name, const float *data, size_t n) {
         kdn_free(base);
         abandon_test(c, "out of host memory: the upload image of buffer '%s', %zu bytes", name, bytes);
     }
+    note_temp(c, bytes);
+    c->dev_peak += (double)bytes;
     guard_fill(image, total);
     float *payload = (float *)(image + GUARD_FLOATS);
     for (size_t i = 0; i < n; i++) payload[i] = data ? data[i] : NAN;
@@ -220,6 +229,7 @@ int expect_close(Ctx *c, const char *what, const float *dev, const double *ref, 
     size_t n = (size_t)rows * (size_t)cols;
     float *got = malloc(bytes_of(n, sizeof(float)));
     if (!got) abandon_test(c, "out of host memory: %s's download, %zu bytes", what, bytes_of(n, sizeof(float)));
+    note_temp(c, n * sizeof(float));
     if (kdn_download(got, dev, n * sizeof(float)) != 0) {
         free(got);
         test_fail(c, "%s: download failed", what);

@@ -57,9 +57,31 @@ struct Test {
     void (*run)(const Test *t, Ctx *c);
 };
 
+/* ---- what a test needs, known before it runs ----------------------------
+ * A table's footprint hook fills this from the shape the test will run (the
+ * row's, --set applied), mirroring the buffers the test allocates through the
+ * helpers below: the harness refuses a test that would not fit the machine or
+ * --max-mem / --max-seconds, and checks after every test that the bytes it
+ * really allocated are within the estimate (docs/ci.md). */
+typedef struct {
+    double host;       /* bytes of host arrays held to the end of the test */
+    double host_temp;  /* the largest host memory held for a while, then freed */
+    double dev;        /* bytes of device buffers, guards included */
+    double ref_flops;  /* the host reference's arithmetic (double precision) */
+    double dev_flops;  /* the kernels' arithmetic */
+} Footprint;
+void fp_host_f(Footprint *f, size_t n);  /* host_f(c, n) */
+void fp_host_d(Footprint *f, size_t n);  /* host_d(c, n) */
+void fp_dev(Footprint *f, size_t n);     /* dev_in / dev_out of n floats */
+void fp_compare(Footprint *f, size_t n); /* expect_close of n elements (its download) */
+void fp_temp(Footprint *f, double bytes); /* host memory held for a while elsewhere */
+
 typedef struct {
     const Test *tests;
     int count;
+    /* fills *f for test t (a row of this table with --set applied); NULL: the
+     * table's shapes are fixed and small, no estimate */
+    void (*footprint)(const Test *t, Footprint *f);
 } TestList;
 
 /* ---- random inputs (deterministic per seed and test name) ------------- */

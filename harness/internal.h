@@ -78,6 +78,10 @@ struct Ctx {
     /* where a test that cannot get its memory is abandoned (run_test's
      * setjmp); NULL outside a run: such a failure ends the process */
     jmp_buf *abandon;
+    /* bytes allocated through the helpers, for the footprint check: host
+     * arrays held now, and the peak of those with the moment's temporaries
+     * (upload images, downloads); device buffers only grow */
+    double host_now, host_peak, dev_peak;
 };
 void ctx_begin(Ctx *c, const Test *t, uint64_t seed, bool verbose, int bench_reps);
 void ctx_end(Ctx *c); /* frees everything the test allocated */
@@ -98,10 +102,14 @@ typedef struct {
     double max_diff_growth;            /* --max-diff-growth (default 2) */
     double time_threshold_pct;         /* --time-threshold (default 10) */
     const char *dump_dir, *load_dir;   /* --dump DIR, --load DIR */
+    double max_mem;                    /* --max-mem: bytes of host, and of device, memory per test */
+    double max_seconds;                /* --max-seconds: estimated seconds per test */
     Shape set;                         /* --set KEY=VALUE overrides ... */
     unsigned set_fields;               /* ... of these fields (bit per SET_* key) */
 } Options;
 #define DEFAULT_SEED 20261122u
+#define DEFAULT_MAX_MEM (16.0 * 1024 * 1024 * 1024)
+#define DEFAULT_MAX_SECONDS 3600.0
 /* 0 on success; otherwise writes a message into err and returns the exit
  * status to use (2). */
 int parse_options(int argc, char **argv, Options *o, char *err, size_t err_size);
@@ -129,6 +137,10 @@ typedef struct {
     const Test *test;
     bool passed, compared, skipped; /* skipped: passed too, msg says why */
     bool errored; /* an input or I/O error (test_error), not a kernel failure */
+    bool refused; /* not run: its footprint exceeds a limit (msg says which) */
+    Footprint estimate; /* zero for a table without a footprint hook */
+    bool estimated;
+    double host_peak, dev_peak; /* bytes it allocated (Ctx) */
     double max_diff;
     char worst[96];
     double nrel, nmse;
@@ -153,6 +165,20 @@ int run_selected(const Options *o, FILE *out, TestResult **results, int *n);
 /* Fails the test for a reason outside the kernels (an unreadable or non-finite
  * --load input, a --dump write error): printf-style; the run exits 2. */
 void test_error(Ctx *c, const char *fmt, ...);
+
+/* ---- footprints (footprint.c; harness.h's Footprint) -------------------- */
+/* The estimate of test t (row of the registry, shaped: --set applied); false
+ * when its table has no footprint hook. */
+bool registry_footprint(const Test *row, const Test *shaped, Footprint *f);
+double footprint_host(const Footprint *f); /* held and temporary host bytes */
+double footprint_seconds(const Footprint *f);
+/* 0 when the test fits the machine, --max-mem and --max-seconds; else 1 with
+ * the numbers in why. */
+int footprint_refusal(const Footprint *f, const Options *o, char *why, size_t size);
+/* An estimate below the measured peak, or above FOOTPRINT_OVER times it (plus
+ * 4 MiB) on a test that ran through, is a harness error of the test. */
+#define FOOTPRINT_OVER 1.25
+void footprint_check(Ctx *c, const Footprint *f);
 
 /* ---- reports (report.c, compare_logs.c) ---------------------------------- */
 #define LOG_MAGIC "# test_deltanet log v2"

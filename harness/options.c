@@ -111,6 +111,19 @@ static bool parse_positive(const char *s, double *out) {
     return true;
 }
 
+/* --max-mem: bytes, or a number with K, M or G (2^10, 2^20, 2^30). */
+static bool parse_size(const char *s, double *out) {
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    static const char units[] = "KMG";
+    const char *u = *end ? strchr(units, *end) : NULL;
+    if (u && end[1] == 0) v *= (double)(1ull << (10 * (u - units + 1))), end++;
+    if (errno || end == s || *end || !(v >= 1.0) || v > 1e18) return false;
+    *out = v;
+    return true;
+}
+
 /* "3", "1,4,8" or "2-5" (and combinations); any length, no empty item. */
 static int parse_phases(const char *arg, Options *o, char *err, size_t size) {
     const char *p = arg;
@@ -155,7 +168,8 @@ static const struct option longopts[] = {
     {"junit", required_argument, 0, 'J'}, {"compare", required_argument, 0, 'C'},
     {"max-diff-growth", required_argument, 0, 'G'}, {"time-threshold", required_argument, 0, 'T'},
     {"set", required_argument, 0, 'S'},   {"dump", required_argument, 0, 'D'},
-    {"load", required_argument, 0, 'O'},
+    {"load", required_argument, 0, 'O'},  {"max-mem", required_argument, 0, 'M'},
+    {"max-seconds", required_argument, 0, 'X'},
     {0, 0, 0, 0},
 };
 
@@ -197,7 +211,7 @@ static const struct {
 static const struct {
     int mode;
     const char *ignores;
-} modes[] = {{'C', "ptsvbrLJSDOle"}, {'e', "ptsvbrLJSDOl"}, {'l', "svbrLJSDO"}};
+} modes[] = {{'C', "ptsvbrLJSDOleMX"}, {'e', "ptsvbrLJSDOlMX"}, {'l', "svbrLJSDOMX"}};
 
 static int check_pointless(const bool *given, char *err, size_t size) {
     for (size_t i = 0; i < sizeof pointless / sizeof pointless[0]; i++)
@@ -235,6 +249,8 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
     o->seed = DEFAULT_SEED;
     o->max_diff_growth = 2.0;
     o->time_threshold_pct = 10.0;
+    o->max_mem = DEFAULT_MAX_MEM;
+    o->max_seconds = DEFAULT_MAX_SECONDS;
     optind = 1;
     opterr = 0;
     int ch, reps = DEFAULT_REPS;
@@ -276,6 +292,14 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
         case 'T':
             if (!parse_positive(optarg, &o->time_threshold_pct))
                 return fail_usage(err, size, "invalid --time-threshold '%s': a percentage > 0", optarg);
+            break;
+        case 'M':
+            if (!parse_size(optarg, &o->max_mem))
+                return fail_usage(err, size, "invalid --max-mem '%s': bytes, or a number with K, M or G (e.g. 8G)", optarg);
+            break;
+        case 'X':
+            if (!parse_positive(optarg, &o->max_seconds))
+                return fail_usage(err, size, "invalid --max-seconds '%s': a number of seconds > 0", optarg);
             break;
         case ':': return fail_usage(err, size, "option '%s' needs a value", argv[optind - 1]);
         default: return bad_option(argv[optind - 1], err, size);

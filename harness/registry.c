@@ -66,3 +66,14 @@ int registry_suggest(const char *name, const char **out, int n) {
     }
     return found;
 }
+
+bool registry_footprint(const Test *row, const Test *shaped, Footprint *f) {
+    memset(f, 0, sizeof *f);
+    for (int p = 0; p < N_TABLES; p++)
+        if (row >= phases[p]->tests && row < phases[p]->tests + phases[p]->count) {
+            if (!phases[p]->footprint) return false;
+            phases[p]->footprint(shaped, f);
+            return true;
+        }
+    return false;
+}

@@ -79,6 +79,9 @@ static void format_log(FILE *f, const Options *o, const TestResult *r, int n, in
     fprintf(f, "%s%d\n", LOG_END, rows);
 }
 
+/* A JUnit <failure> (the kernels'); other tests that did not pass are <error>s. */
+static bool is_failure(const TestResult *r) { return !r->passed && !r->errored && !r->refused; }
+
 static void xml_escaped(FILE *f, const char *s) {
     for (; *s; s++) switch (*s) {
         case '&': fputs("&amp;", f); break;
@@ -93,18 +96,19 @@ static void xml_escaped(FILE *f, const char *s) {
 }
 
 /* <failure>: max_diff, normwise error and tolerance in its message, shape
- * and the test's message in its text; <error> for an input or I/O error. */
+ * and the test's message in its text; <error> for an input or I/O error and
+ * for a test refused before it ran (its message the refusal). */
 static void junit_failure(FILE *f, const TestResult *r) {
     char head[256], diff[128] = "n/a", tol[64];
     if (r->compared)
         snprintf(diff, sizeof diff, "%.3e at %s nrel=%.3e nmse=%.3e", r->max_diff, r->worst, r->nrel, r->nmse);
     describe_tol(&r->test->tol, tol, sizeof tol);
     snprintf(head, sizeof head, "max_diff=%s tol=%s", diff, tol);
-    const char *element = r->errored ? "error" : "failure";
+    const char *element = r->errored || r->refused ? "error" : "failure";
     fprintf(f, "      <%s message=\"", element);
-    xml_escaped(f, head);
+    xml_escaped(f, r->refused ? r->msg : head);
     fputs("\">", f);
-    if (r->shape[0]) {
+    if (r->shape[0] && !r->refused) {
         xml_escaped(f, r->shape);
         fputs("&#10;", f);
     }
@@ -117,14 +121,14 @@ static void junit_failure(FILE *f, const TestResult *r) {
 static void format_junit(FILE *f, const Options *o, const TestResult *r, int n, int total) {
     (void)o;
     int failures = 0, errors = n < total;
-    for (int i = 0; i < n; i++) failures += !r[i].passed && !r[i].errored, errors += r[i].errored;
+    for (int i = 0; i < n; i++) failures += is_failure(&r[i]), errors += !r[i].passed && !is_failure(&r[i]);
     fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"test_deltanet\" tests=\"%d\" failures=\"%d\" errors=\"%d\">\n",
             n + (n < total), failures, errors);
     for (int i = 0; i < n;) {
         int phase = r[i].test->phase, end = i, fails = 0, errs = 0;
         double secs = 0.0;
         for (; end < n && r[end].test->phase == phase; end++)
-            fails += !r[end].passed && !r[end].errored, errs += r[end].errored, secs += r[end].seconds;
+            fails += is_failure(&r[end]), errs += !r[end].passed && !is_failure(&r[end]), secs += r[end].seconds;
         fprintf(f, "  <testsuite name=\"phase %d\" tests=\"%d\" failures=\"%d\" errors=\"%d\" time=\"%.6f\">\n", phase,
                 end - i, fails, errs, secs);
         for (; i < end; i++) {

@@ -37,13 +37,21 @@ static void print_indented(FILE *out, const char *s) {
     if (s[-1] != '\n') fputc('\n', out);
 }
 
+/* The estimate and what the test allocated, under --verbose. */
+static void print_footprint(FILE *out, const TestResult *r) {
+    if (!r->estimated) return;
+    fprintf(out, "       footprint: host %.0f bytes (estimate %.0f), device %.0f bytes (estimate %.0f), %.3f s (estimate %.3f)\n",
+            r->host_peak, footprint_host(&r->estimate), r->dev_peak, r->estimate.dev, r->seconds,
+            footprint_seconds(&r->estimate));
+}
+
 static void print_result(FILE *out, const TestResult *c, bool verbose) {
     const Test *t = c->test;
     char tol[64];
     /* an input or I/O error is FAIL in the log, named for what it is here */
-    fprintf(out, "[%s] phase %d  %-24s %-8s ", c->errored ? "ERROR" : result_status(c), t->phase, t->name,
-            t->variant);
-    if (c->skipped) {
+    fprintf(out, "[%s] phase %d  %-24s %-8s ", c->refused ? "REFUSED" : c->errored ? "ERROR" : result_status(c),
+            t->phase, t->name, t->variant);
+    if (c->skipped || c->refused) {
         fprintf(out, "%s\n", c->msg);
         return;
     }
@@ -56,6 +64,7 @@ static void print_result(FILE *out, const TestResult *c, bool verbose) {
     if (c->shape[0]) fprintf(out, "  %s", c->shape);
     fputc('\n', out);
     if (verbose && c->outputs[0]) print_indented(out, c->outputs);
+    if (verbose) print_footprint(out, c);
     if (!c->passed && c->msg[0]) print_indented(out, c->msg);
 }
 
@@ -86,6 +95,21 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     Ctx *c = &ctx;
     jmp_buf abandon;
     double start = now_seconds();
+    Footprint estimate;
+    bool estimated = registry_footprint(row, t, &estimate);
+    memset(r, 0, sizeof *r);
+    /* the refusal is also the log's shape column, its only text */
+    if (estimated && footprint_refusal(&estimate, o, r->shape, sizeof r->shape)) {
+        r->test = row;
+        r->refused = true;
+        r->estimate = estimate;
+        r->estimated = true;
+        memcpy(r->msg, r->shape, sizeof r->shape);
+        progress_clear();
+        print_result(out, r, o->verbose);
+        fflush(out);
+        return false;
+    }
     ctx_begin(c, t, o->seed, o->verbose, o->bench_reps);
     c->abandon = &abandon;
     if (setjmp(abandon) == 0) t->run(t, c); /* else: out of memory, the failure recorded */
@@ -95,9 +119,13 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     if (late) test_fail(c, "runtime error: %s", late);
     if (!c->failed && !c->compared && !c->skipped) test_fail(c, "test compared nothing");
     c->skipped &= !c->failed;
+    if (estimated) footprint_check(c, &estimate);
     ctx_end(c);
-    memset(r, 0, sizeof *r);
     r->test = row;
+    r->estimate = estimate;
+    r->estimated = estimated;
+    r->host_peak = c->host_peak;
+    r->dev_peak = c->dev_peak;
     r->passed = !c->failed;
     r->errored = c->errored;
     r->compared = c->compared;
@@ -153,9 +181,10 @@ int run_selected(const Options *o, FILE *out, TestResult **results, int *n) {
             passed++;
         reports_progress(*results, *n); /* what finished survives a signal */
     }
-    int errors = 0;
-    for (int i = 0; i < *n; i++) errors += (*results)[i].errored;
+    int errors = 0, refused = 0;
+    for (int i = 0; i < *n; i++) errors += (*results)[i].errored, refused += (*results)[i].refused;
     if (errors) fprintf(out, "%d of the failures are input or I/O errors, not the kernels'\n", errors);
+    if (refused) fprintf(out, "%d of the failures are tests refused before they ran (memory or time limits)\n", refused);
     if (skipped)
         fprintf(out, "%d passed, %d failed, %d skipped (--set does not apply)\n", passed, failed, skipped);
     else

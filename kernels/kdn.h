@@ -17,6 +17,9 @@ const char *kdn_target(void);        /* e.g. "gfx906", "sm_90", "host-wave64" */
 int kdn_init(char *msg, size_t msg_size);
 const char *kdn_device_name(void);
 int kdn_device_count(void);
+/* Bytes of memory of the device kdn_init chose (after kdn_init); 0 on the
+ * CPU build, whose device memory is host memory. */
+size_t kdn_device_memory(void);
 void *kdn_malloc(size_t bytes);      /* NULL on failure */
 void kdn_free(void *p);
 int kdn_upload(void *dst, const void *src, size_t bytes);

@@ -92,6 +92,20 @@ static void cumsum(const Test *t, Ctx *c, void (*k)(const float *, float *, int,
 static void t_cumsum(const Test *t, Ctx *c) { cumsum(t, c, kdn_cumsum_sequential); }
 static void t_cumsum_wave(const Test *t, Ctx *c) { cumsum(t, c, kdn_cumsum_wave_scan); }
 
+/* ---- footprints: the arrays above, by test ---- */
+static void footprint(const Test *t, Footprint *f) {
+    size_t n = (size_t)t->shape.len, rows = (size_t)t->shape.rows, cols = (size_t)t->shape.cols;
+    int inputs = t->run == t_add || t->run == t_sub || t->run == t_mul ? 2 : 1;
+    if (t->run == t_broadcast_mul) {
+        fp_host_f(f, rows * cols), fp_host_f(f, rows), fp_host_d(f, rows * cols);
+        fp_dev(f, rows * cols), fp_dev(f, rows), fp_dev(f, rows * cols), fp_compare(f, rows * cols);
+        return;
+    }
+    if (t->run == t_cumsum || t->run == t_cumsum_wave) n *= (size_t)t->shape.count;
+    for (int i = 0; i < inputs; i++) fp_host_f(f, n), fp_dev(f, n);
+    fp_host_d(f, n), fp_dev(f, n), fp_compare(f, n);
+}
+
 static const Test tests[] = {
     {1, "sigmoid", "unfused", TOL_TRANSC, {.len = 1024}, t_sigmoid},
     {1, "exp", "unfused", TOL_TRANSC, {.len = 1024}, t_exp},
@@ -105,4 +119,4 @@ static const Test tests[] = {
     {1, "broadcast_mul", "unfused", TOL_ARITH, {.rows = 64, .cols = 128}, t_broadcast_mul},
 };
 
-const TestList phase1_tests = {tests, sizeof tests / sizeof tests[0]};
+const TestList phase1_tests = {tests, sizeof tests / sizeof tests[0], footprint};

@@ -13,6 +13,7 @@
 typedef struct {
     const char *label;
     void *(*prepare)(Ctx *c, const KdnShape *s);
+    void (*prepare_footprint)(Footprint *f, const KdnShape *s); /* what prepare allocates */
     void (*run)(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                 const float *beta, const float *state_in, float *o, float *state_out);
 } Layer;
@@ -40,11 +41,16 @@ static void one_launch_run(void *w, const KdnShape *s, const float *q, const flo
     kdn_deltanet_one_launch(s, q, k, v, g, beta, state_in, o, state_out);
 }
 
-static const Layer UNFUSED = {"unfused", unfused_prepare, unfused_run};
-static const Layer RECURRENT = {"recurrent", NULL, recurrent_run};
-static const Layer ONE_LAUNCH = {"one_launch", NULL, one_launch_run};
-static const Layer TWO_LAUNCH = {"two_launch", two_launch_prepare, deltanet_two_launch};
-static const Layer AUTO = {"auto", two_launch_prepare, deltanet_auto};
+static void unfused_footprint(Footprint *f, const KdnShape *s) {
+    fp_host_struct(f, sizeof(ChunkWork));
+    fp_chunk_work(f, s->chunk, s->D_k, s->D_v);
+}
+
+static const Layer UNFUSED = {"unfused", unfused_prepare, unfused_footprint, unfused_run};
+static const Layer RECURRENT = {"recurrent", NULL, NULL, recurrent_run};
+static const Layer ONE_LAUNCH = {"one_launch", NULL, NULL, one_launch_run};
+static const Layer TWO_LAUNCH = {"two_launch", two_launch_prepare, fp_two_launch_prepare, deltanet_two_launch};
+static const Layer AUTO = {"auto", two_launch_prepare, fp_two_launch_prepare, deltanet_auto};
 
 typedef struct {
     const Layer *layer;
@@ -444,4 +450,121 @@ static const Test tests[] = {
     {8, "compare_T16384_B4", "all", TOL_CHUNK, {QWEN(16384, 4), .state = 1}, t_compare},
 };
 
-const TestList phase8_tests = {tests, sizeof tests / sizeof tests[0]};
+/* ---- footprints: the arrays above, by test ---- */
+static void fp_call_layer(Footprint *f, const Layer *layer, const DnData *d) {
+    if (layer->prepare_footprint) layer->prepare_footprint(f, &d->ks);
+    f->dev_flops += dn_layer_flops(d);
+}
+
+static size_t larger(size_t a, size_t b) { return a > b ? a : b; }
+
+static void fp_check_layer(Footprint *f, const Shape *shape, const Layer *layer) {
+    Shape sh;
+    DnData d = fp_dn_setup(f, shape, &sh);
+    fp_host_d(f, d.n_v), fp_host_d(f, d.n_state), fp_dev(f, d.n_v), fp_dev(f, d.n_state);
+    fp_call_layer(f, layer, &d);
+    fp_compare(f, larger(d.n_v, d.n_state));
+    fp_ref_scratch(f, sh.chunk, sh.D_k, sh.D_v);
+    f->ref_flops += dn_recurrence_flops(&d);
+}
+
+static void fp_both_maps(Footprint *f, const Shape *shape, const Layer *layer) {
+    for (int map = HEAD_MAP_TILED; map <= HEAD_MAP_BLOCK; map++) fp_check_layer(f, shape, layer);
+}
+
+static void fp_agree(Footprint *f, const Test *t, const Layer *first, const Layer *second) {
+    Shape sh;
+    DnData d = fp_dn_setup(f, &t->shape, &sh);
+    for (int i = 0; i < 4; i++) fp_dev(f, i % 2 ? d.n_state : d.n_v);
+    fp_call_layer(f, first, &d), fp_call_layer(f, second, &d);
+    fp_host_f(f, larger(d.n_v, d.n_state)), fp_host_d(f, d.n_v), fp_host_d(f, d.n_state);
+    fp_compare(f, larger(d.n_v, d.n_state));
+}
+
+static void fp_auto(Footprint *f, const Test *t) {
+    Shape shape = t->shape;
+    shape.T = kdn_auto_recurrent_max_t() + t->shape.past_split;
+    fp_both_maps(f, &shape, &AUTO);
+    Shape sh;
+    DnData d = fp_dn_setup(f, &shape, &sh);
+    fp_dev(f, d.n_v), fp_dev(f, d.n_state);
+    fp_call_layer(f, &AUTO, &d);
+}
+
+static void fp_upload_tokens(Footprint *f, const DnData *d, int n) {
+    const KdnShape *s = &d->ks;
+    size_t tok = (size_t)n * s->n_seqs, width[5] = {(size_t)s->H_k * s->D_k, (size_t)s->H_k * s->D_k,
+                                                    (size_t)s->H_v * s->D_v, (size_t)s->H_v, (size_t)s->H_v};
+    for (int i = 0; i < 5; i++) fp_host_f(f, tok * width[i]), fp_dev(f, tok * width[i]);
+}
+
+static void fp_prefill_then_decode(Footprint *f, const Test *t) {
+    Shape sh = dn_backend_shape(&t->shape);
+    DnData d = fp_dn_generate(f, &sh);
+    fp_host_d(f, d.n_v), fp_host_d(f, d.n_state), fp_ref_scratch(f, sh.chunk, sh.D_k, sh.D_v);
+    f->ref_flops = dn_recurrence_flops(&d), f->dev_flops = dn_layer_flops(&d);
+    int decode = t->shape.decode_steps < sh.T ? t->shape.decode_steps : sh.T - 1, prefill = sh.T - decode;
+    size_t o_tok = (size_t)sh.H_v * sh.D_v, seqs = (size_t)sh.n_seqs;
+    fp_dev(f, d.n_state), fp_upload_tokens(f, &d, prefill);
+    fp_dev(f, (size_t)prefill * seqs * o_tok), fp_dev(f, d.n_state), fp_host_d(f, o_tok * prefill * seqs);
+    fp_host_f(f, o_tok * seqs), fp_host_d(f, o_tok * seqs);
+    for (int step = 0; step < decode; step++) fp_dev(f, d.n_state), fp_dev(f, o_tok * seqs), fp_upload_tokens(f, &d, 1);
+    fp_compare(f, larger((size_t)prefill * seqs * o_tok, d.n_state));
+}
+
+static void fp_fused_refuses(Footprint *f, const Test *t) {
+    static const int bad[][2] = {{128, 128}, {48, 64}, {64, 192}}; /* t_one_launch_refuses' */
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        Shape sh = t->shape;
+        sh.chunk = bad[i][0];
+        sh.D_k = bad[i][1];
+        DnData d = fp_dn_generate(f, &sh);
+        fp_dn_upload(f, &d);
+        fp_dev(f, d.n_v), fp_dev(f, d.n_state), fp_host_f(f, d.n_v), fp_host_d(f, d.n_v);
+    }
+}
+
+static void fp_compare_view(Footprint *f, const Test *t) {
+    Shape sh = dn_backend_shape(&t->shape);
+    if (is_cpu_backend() && sh.T > 64) sh.T = 64;
+    if (is_cpu_backend() && sh.n_seqs > 4) sh.n_seqs = 4;
+    DnData d = fp_dn_generate(f, &sh);
+    fp_dn_upload(f, &d);
+    size_t T = (size_t)sh.T, dk = (size_t)sh.D_k, dv = (size_t)sh.D_v;
+    for (int i = 0; i < 5; i++) { /* t_compare's impls[], each checked on two heads */
+        static const Layer *const impls[] = {&UNFUSED, &RECURRENT, &TWO_LAUNCH, &AUTO, &ONE_LAUNCH};
+        fp_dev(f, d.n_v), fp_dev(f, d.n_state);
+        fp_call_layer(f, impls[i], &d);
+        fp_host_f(f, d.n_v), fp_host_f(f, d.n_state);
+        for (int p = 0; p < 2; p++) {
+            fp_host_f(f, T * dk), fp_host_f(f, T * dk), fp_host_f(f, T * dv), fp_host_f(f, T), fp_host_f(f, T);
+            fp_host_f(f, T * dv), fp_host_d(f, T * dv), fp_host_d(f, dk * dv);
+            f->ref_flops += 8.0 * (double)(T * dk * dv);
+        }
+    }
+    fp_host_f(f, larger(d.n_v, d.n_state)), fp_host_d(f, d.n_v), fp_host_d(f, d.n_state);
+    fp_compare(f, larger(d.n_v, d.n_state));
+    if (sh.T == 1) fp_dev(f, d.n_v), fp_dev(f, 2 * (size_t)(sh.n_seqs == 1 ? DECODE_LAYERS : 1) * d.n_state);
+}
+
+static void footprint(const Test *t, Footprint *f) {
+    const struct {
+        void (*run)(const Test *, Ctx *);
+        const Layer *layer;
+    } both_maps[] = {{t_unfused_full, &UNFUSED}, {t_recurrent, &RECURRENT}, {t_one_launch, &ONE_LAUNCH}, {t_two_launch, &TWO_LAUNCH}};
+    for (size_t i = 0; i < sizeof both_maps / sizeof both_maps[0]; i++)
+        if (t->run == both_maps[i].run) {
+            fp_both_maps(f, &t->shape, both_maps[i].layer);
+            return;
+        }
+    if (t->run == t_unfused_single) fp_check_layer(f, &t->shape, &UNFUSED);
+    else if (t->run == t_fused_vs_unfused) fp_agree(f, t, &ONE_LAUNCH, &UNFUSED);
+    else if (t->run == t_recurrent_vs_one_launch) fp_agree(f, t, &RECURRENT, &ONE_LAUNCH);
+    else if (t->run == t_two_launch_vs_one_launch) fp_agree(f, t, &TWO_LAUNCH, &ONE_LAUNCH);
+    else if (t->run == t_auto) fp_auto(f, t);
+    else if (t->run == t_prefill_then_decode) fp_prefill_then_decode(f, t);
+    else if (t->run == t_one_launch_refuses) fp_fused_refuses(f, t);
+    else fp_compare_view(f, t);
+}
+
+const TestList phase8_tests = {tests, sizeof tests / sizeof tests[0], footprint};

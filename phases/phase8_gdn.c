@@ -37,11 +37,22 @@ static void set_view(kdn_tensor *t, const void *data, int64_t n0, int64_t n1, in
 /* Uploads x [n0, n1, n2, n3]; permuted: stored as [n0, n2, n1, n3] (dims 1
  * and 2 swapped, as ggml_permute(0, 2, 1, 3) of a contiguous tensor), the
  * view keeping the logical shape. */
+/* The library's view of x [n0, n1, n2, n3] at data, stored permuted or not. */
+static kdn_tensor view_of(const void *data, const int64_t ne[4], int permuted) {
+    kdn_tensor view;
+    set_view(&view, data, ne[0], ne[1], ne[2], ne[3]);
+    if (permuted) {
+        view.nb[2] = sizeof(float) * (size_t)ne[0];
+        view.nb[1] = view.nb[2] * (size_t)ne[2];
+    }
+    return view;
+}
+
 static Input upload_input(Ctx *c, const char *name, float *x, const int64_t ne[4], int permuted) {
     Input in = {x, {0}};
     size_t n = (size_t)(ne[0] * ne[1] * ne[2] * ne[3]);
     if (!permuted) {
-        set_view(&in.view, dev_in(c, name, x, n), ne[0], ne[1], ne[2], ne[3]);
+        in.view = view_of(dev_in(c, name, x, n), ne, 0);
         return in;
     }
     float *p = host_f(c, n);
@@ -50,9 +61,7 @@ static Input upload_input(Ctx *c, const char *name, float *x, const int64_t ne[4
             for (int64_t i1 = 0; i1 < ne[1]; i1++)
                 memcpy(p + ((i3 * ne[1] + i1) * ne[2] + i2) * ne[0], x + ((i3 * ne[2] + i2) * ne[1] + i1) * ne[0],
                        (size_t)ne[0] * sizeof(float));
-    set_view(&in.view, dev_in(c, name, p, n), ne[0], ne[1], ne[2], ne[3]);
-    in.view.nb[2] = sizeof(float) * (size_t)ne[0];
-    in.view.nb[1] = in.view.nb[2] * (size_t)ne[2];
+    in.view = view_of(dev_in(c, name, p, n), ne, 1);
     return in;
 }
 
@@ -72,17 +81,32 @@ typedef struct {
     Input q, k, v, g, beta, state;
 } Case;
 
-static Case make_case(Ctx *c, const Shape *sh) {
+/* The case's dimensions and element counts (no arrays yet). */
+static Case case_counts(const Shape *sh) {
     Case k;
     memset(&k, 0, sizeof k);
     k.S = sh->D_v, /* --set D_v sets S (S_k = S_v) */ k.H_k = sh->H_k, k.H_v = sh->H_v, k.T = sh->T, k.B = sh->n_seqs;
     k.kda = sh->kda, k.K = sh->snapshots;
-    int perm = sh->permuted;
     size_t tok = (size_t)k.T * k.B;
     k.n_qk = tok * k.H_k * k.S, k.n_v = tok * k.H_v * k.S, k.n_b = tok * k.H_v;
     k.n_g = k.kda ? k.n_v : k.n_b;
     k.n_state = (size_t)k.S * k.S * k.H_v * k.B;
     k.n_dst = k.n_v + (size_t)k.K * k.n_state;
+    return k;
+}
+
+/* ne[4] of q, k, v, g, beta and state, in the order of Case's inputs */
+static void case_dims(const Case *k, int64_t ne[6][4]) {
+    const int64_t dims[6][4] = {{k->S, k->H_k, k->T, k->B}, {k->S, k->H_k, k->T, k->B}, {k->S, k->H_v, k->T, k->B},
+                                {k->kda ? k->S : 1, k->H_v, k->T, k->B}, {1, k->H_v, k->T, k->B},
+                                {k->S, k->S, k->H_v, k->B}};
+    memcpy(ne, dims, sizeof dims);
+}
+
+static Case make_case(Ctx *c, const Shape *sh) {
+    Case k = case_counts(sh);
+    int perm = sh->permuted;
+    size_t tok = (size_t)k.T * k.B;
     float *q = host_f(c, k.n_qk), *kk = host_f(c, k.n_qk), *v = host_f(c, k.n_v), *g = host_f(c, k.n_g),
           *beta = host_f(c, k.n_b), *state = host_f(c, k.n_state);
     fill_uniform(c, q, k.n_qk, -1.0, 1.0);
@@ -93,15 +117,14 @@ static Case make_case(Ctx *c, const Shape *sh) {
     fill_uniform(c, g, k.n_g, -20.0, -1e-4);
     fill_uniform(c, beta, k.n_b, 0.0, 1.0);
     fill_uniform(c, state, k.n_state, -1.0, 1.0);
-    int64_t qk_ne[4] = {k.S, k.H_k, k.T, k.B}, v_ne[4] = {k.S, k.H_v, k.T, k.B};
-    int64_t g_ne[4] = {k.kda ? k.S : 1, k.H_v, k.T, k.B}, b_ne[4] = {1, k.H_v, k.T, k.B};
-    int64_t s_ne[4] = {k.S, k.S, k.H_v, k.B};
-    k.q = upload_input(c, "q", q, qk_ne, perm);
-    k.k = upload_input(c, "k", kk, qk_ne, perm);
-    k.v = upload_input(c, "v", v, v_ne, perm);
-    k.g = upload_input(c, "g", g, g_ne, 0);
-    k.beta = upload_input(c, "beta", beta, b_ne, 0);
-    k.state = upload_input(c, "state", state, s_ne, 0);
+    int64_t ne[6][4];
+    case_dims(&k, ne);
+    k.q = upload_input(c, "q", q, ne[0], perm);
+    k.k = upload_input(c, "k", kk, ne[1], perm);
+    k.v = upload_input(c, "v", v, ne[2], perm);
+    k.g = upload_input(c, "g", g, ne[3], 0);
+    k.beta = upload_input(c, "beta", beta, ne[4], 0);
+    k.state = upload_input(c, "state", state, ne[5], 0);
     return k;
 }
 
@@ -344,4 +367,52 @@ static const Test tests[] = {
     {8, "gdn_bad_calls", "library", TOL_EXACT, {GDN(16, 2, 4, 10, 2), SNAP(1)}, t_gdn_bad_calls},
 };
 
-const TestList phase8_gdn_tests = {tests, sizeof tests / sizeof tests[0]};
+/* ---- footprints: the arrays above, by test ---- */
+/* make_case's arrays; the case with views at a placeholder address, enough
+ * for the library's workspace query (which reads no data) */
+static Case fp_make_case(Footprint *f, const Shape *sh) {
+    static const float placeholder[1];
+    Case k = case_counts(sh);
+    int64_t ne[6][4];
+    case_dims(&k, ne);
+    Input *in[6] = {&k.q, &k.k, &k.v, &k.g, &k.beta, &k.state};
+    for (int i = 0; i < 6; i++) {
+        int permuted = i < 3 && sh->permuted;
+        size_t n = (size_t)(ne[i][0] * ne[i][1] * ne[i][2] * ne[i][3]);
+        fp_host_f(f, n), fp_dev(f, n);
+        if (permuted) fp_host_f(f, n);
+        in[i]->view = view_of(placeholder, ne[i], permuted);
+    }
+    f->ref_flops = 8.0 * (double)k.n_b * k.S * k.S, f->dev_flops = f->ref_flops;
+    fp_temp(f, 8.0 * k.S * k.S); /* ref_gdn's state */
+    return k;
+}
+
+/* dev_out of a workspace of the call's size, when it needs one */
+static void fp_workspace(Footprint *f, const kdn_gdn_call *call) {
+    size_t ws = 0;
+    if (kdn_gdn_workspace_size(call, &ws) == KDN_OK && ws) fp_dev(f, ws / sizeof(float) + 1);
+}
+
+static void footprint(const Test *t, Footprint *f) {
+    const Shape *sh = &t->shape;
+    static const float placeholder[1];
+    Case k = fp_make_case(f, sh);
+    fp_dev(f, k.n_dst);
+    kdn_gdn_call call = call_of(&k, sh, (float *)placeholder);
+    if (t->run == t_gdn) {
+        fp_workspace(f, &call);
+        fp_host_d(f, k.n_v), fp_host_d(f, (size_t)k.K * k.n_state), fp_host_f(f, k.n_dst);
+        return;
+    }
+    enum { N_BAD = sizeof bad_calls / sizeof bad_calls[0] }; /* t_gdn_bad_calls */
+    fp_host_f(f, 3 * N_BAD), fp_host_d(f, 3 * N_BAD);
+    kdn_gdn_call chunked = call;
+    chunked.path = KDN_PATH_CHUNKED;
+    for (int i = 0; i <= N_BAD; i++) { /* each bad call, then the base call */
+        fp_workspace(f, i < N_BAD ? &chunked : &call);
+        fp_host_f(f, k.n_dst); /* written_elements */
+    }
+}
+
+const TestList phase8_gdn_tests = {tests, sizeof tests / sizeof tests[0], footprint};

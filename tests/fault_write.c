@@ -1,5 +1,6 @@
 /* LD_PRELOAD shim for tests/test_report.sh: a full disk without a tmpfs, and
- * a device out of memory (FAULT_MALLOC_OVER, below).
+ * a device out of memory (FAULT_MALLOC_OVER, below), a host out of memory
+ * (FAULT_CALLOC_OVER).
  *   FAULT_PATH=SUBSTRING  files opened for writing whose path contains it...
  *   FAULT_AFTER=N         ...after the first N such opens (default 0)
  * are opened as /dev/full instead: the open succeeds and every write that
@@ -53,15 +54,31 @@ int open64(const char *path, int flags, ...) {
 FILE *fopen(const char *path, const char *mode) { return fopen_as("fopen", path, mode); }
 FILE *fopen64(const char *path, const char *mode) { return fopen_as("fopen64", path, mode); }
 
+/* The limit in bytes an environment variable sets, or -1 (getenv does not allocate). */
+static long limit_of(const char *var, long *cached) {
+    if (*cached == -2) {
+        const char *s = getenv(var);
+        *cached = s ? atol(s) : -1;
+    }
+    return *cached;
+}
+
 /* FAULT_MALLOC_OVER=N: malloc of more than N bytes returns NULL (calloc is
  * left alone): on the CPU backend kdn_malloc is malloc, so this is a device
  * that runs out of memory while the host has plenty. */
 extern void *__libc_malloc(size_t);
 void *malloc(size_t bytes) {
     static long over = -2;
-    if (over == -2) { /* getenv does not allocate */
-        const char *s = getenv("FAULT_MALLOC_OVER");
-        over = s ? atol(s) : -1;
-    }
-    return over >= 0 && bytes > (size_t)over ? NULL : __libc_malloc(bytes);
+    long limit = limit_of("FAULT_MALLOC_OVER", &over);
+    return limit >= 0 && bytes > (size_t)limit ? NULL : __libc_malloc(bytes);
+}
+
+/* FAULT_CALLOC_OVER=N: calloc of more than N bytes returns NULL: the test's
+ * host arrays (harness/context.c) cannot be had although the estimate said
+ * they fit (memory another process took meanwhile). */
+extern void *__libc_calloc(size_t, size_t);
+void *calloc(size_t n, size_t size) {
+    static long over = -2;
+    long limit = limit_of("FAULT_CALLOC_OVER", &over);
+    return limit >= 0 && size && n > (size_t)limit / size ? NULL : __libc_calloc(n, size);
 }

@@ -422,6 +422,55 @@ static void test_schedules(void) {
     fails_then_recovers(exec_split_barrier, "kernel_split_barrier", "different __syncthreads() calls");
 }
 
+/* The footprint check: an estimate below the bytes a test allocated, or far
+ * above them on a test that ran through, is a harness error of that test;
+ * a refusal names the limit and the numbers. */
+static void reset_verdict(Ctx *c) { c->failed = c->errored = false, c->msg[0] = 0; }
+
+static void test_footprints(void) {
+    Ctx c;
+    ctx_begin(&c, &dummy, 1, false, 0);
+    host_f(&c, 1000);
+    host_d(&c, 10);
+    dev_out(&c, "d", 10);
+    Footprint f = {0};
+    fp_host_f(&f, 1000), fp_host_d(&f, 10), fp_dev(&f, 10);
+    CHECK(c.host_peak == footprint_host(&f) && c.dev_peak == f.dev && f.dev == 4.0 * (10 + 2 * GUARD_FLOATS));
+    footprint_check(&c, &f);
+    CHECK(!c.errored);
+    Footprint low = f;
+    low.host -= 8;
+    footprint_check(&c, &low);
+    CHECK(c.errored && strstr(c.msg, "host memory estimate") && strstr(c.msg, "below"));
+    reset_verdict(&c);
+    Footprint high = f;
+    high.dev += 5e6;
+    footprint_check(&c, &high);
+    CHECK(c.errored && strstr(c.msg, "device memory estimate") && strstr(c.msg, "more than"));
+    reset_verdict(&c);
+    c.failed = true; /* a test that stopped early allocated less: not judged from above */
+    footprint_check(&c, &high);
+    CHECK(!c.errored);
+    reset_verdict(&c);
+    ctx_end(&c);
+
+    Options o;
+    char err[256], why[160];
+    CHECK(parse(&o, err, NULL, NULL, NULL) == 0 && o.max_mem == DEFAULT_MAX_MEM && o.max_seconds == DEFAULT_MAX_SECONDS);
+    Footprint small = {0}, big = {0}, slow = {0};
+    small.host = 1e6;
+    CHECK(footprint_refusal(&small, &o, why, sizeof why) == 0);
+    big.host = 2 * DEFAULT_MAX_MEM;
+    CHECK(footprint_refusal(&big, &o, why, sizeof why) == 1 && strstr(why, "needs 34359.7 MB, over --max-mem 17179.9 MB"));
+    slow.ref_flops = 1e14;
+    CHECK(footprint_refusal(&slow, &o, why, sizeof why) == 1 && strstr(why, "over --max-seconds 3600"));
+    CHECK(parse(&o, err, "--max-mem", "1e30", NULL) == 2 && parse(&o, err, "--max-mem", "1000000G", NULL) == 0);
+    big.host = 1e15; /* a petabyte: past any machine's memory */
+    CHECK(footprint_refusal(&big, &o, why, sizeof why) == 1 && strstr(why, "over physical memory"));
+    CHECK(parse(&o, err, "--max-mem", "2K", NULL) == 0 && o.max_mem == 2048);
+    CHECK(parse(&o, err, "--max-seconds", "-1", NULL) == 2 && parse(&o, err, "--max-mem", "0", NULL) == 2);
+}
+
 int main(void) {
     char msg[256];
     if (kdn_init(msg, sizeof msg) != 0) {
@@ -441,6 +490,7 @@ int main(void) {
     test_schedules();
     test_row_ops();
     test_row_ops_f64();
+    test_footprints();
     if (failures) {
         printf("test_harness: %d of %d checks failed\n", failures, checks);
         return 1;

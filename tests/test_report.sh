@@ -278,9 +278,22 @@ mem_run() { # WHY PATTERN: $tmp/mem.out from a run of sigmoid and one_launch_T64
     expect "$tmp/mem.tsv" "^8	one_launch_T64	one_launch	.*	FAIL	" "$1: the log does not hold the failure"
     expect "$tmp/mem.tsv" "^# end	2$" "$1: the log is not whole"
 }
+FAULT_CALLOC_OVER=1000000 LD_PRELOAD=$shim "$bin" --test sigmoid --test one_launch_T64 --set T=1024 --log "$tmp/mem.tsv" >"$tmp/mem.out" 2>"$tmp/mem.err"
+mem_run "host memory over 1 MB (shim; q is 2 MB)" "out of host memory: an array of [0-9]* bytes"
+# a shape over a 1 GB address-space limit is refused before it allocates:
+# its line, the log (FAIL, the refusal in the shape column), JUnit <error>, status 3
 command -v prlimit >/dev/null 2>&1 || fail "prlimit not found (Debian: util-linux)"
-prlimit --as=$((1 << 30)) "$bin" --test sigmoid --test one_launch_T64 --set T=1048576 --log "$tmp/mem.tsv" >"$tmp/mem.out" 2>"$tmp/mem.err"
-mem_run "host memory over a 1 GB address-space limit" "out of host memory: an array of [0-9]* bytes"
+prlimit --as=$((1 << 30)) "$bin" --test sigmoid --test one_launch_T64 --set T=65536 --log "$tmp/mem.tsv" --junit "$tmp/mem.xml" \
+    >"$tmp/mem.out" 2>"$tmp/mem.err"
+rc=$?
+[ $rc = 3 ] || { cat "$tmp/mem.out" "$tmp/mem.err"; fail "refused under prlimit: exit status $rc, expected 3"; }
+refusal="refused: host+device memory (one on this build) needs [0-9.]* MB, over ulimit -v less what is mapped [0-9.]* MB"
+expect "$tmp/mem.out" "^\[REFUSED\] phase 8  one_launch_T64 .*$refusal" "prlimit: no refusal with the numbers"
+expect "$tmp/mem.out" "^\[PASS\] phase 1  sigmoid" "prlimit: the other test did not pass"
+expect "$tmp/mem.tsv" "^8	one_launch_T64	one_launch	$refusal	n/a	.*	FAIL	" "prlimit: the log does not hold the refusal"
+expect "$tmp/mem.tsv" "^# end	2$" "prlimit: the log is not whole"
+expect "$tmp/mem.xml" "errors=\"1\"" "prlimit: JUnit does not count the refusal as an error"
+expect "$tmp/mem.xml" "<error message=\"refused: " "prlimit: JUnit has no <error> for the refusal"
 FAULT_MALLOC_OVER=100000 LD_PRELOAD=$shim "$bin" --test sigmoid --test one_launch_T64 --log "$tmp/mem.tsv" >"$tmp/mem.out" 2>"$tmp/mem.err"
 mem_run "device memory over 100 kB (shim)" "out of device memory: buffer 'q' of [0-9]* bytes"
 

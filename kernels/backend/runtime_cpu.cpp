@@ -35,6 +35,7 @@ int kdn_init(char *msg, size_t msg_size) {
 }
 const char *kdn_device_name(void) { return "cpu-simt-executor"; }
 int kdn_device_count(void) { return 1; }
+size_t kdn_device_memory(void) { return 0; }
 void *kdn_malloc(size_t bytes) { return malloc(bytes ? bytes : 1); }
 void kdn_free(void *p) { free(p); }
 int kdn_upload(void *dst, const void *src, size_t bytes) {

@@ -66,6 +66,7 @@ int kdn_init(char *msg, size_t msg_size) {
 }
 
 const char *kdn_device_name(void) { return props.name; }
+size_t kdn_device_memory(void) { return props.totalGlobalMem; }
 
 void *kdn_malloc(size_t bytes) {
     void *p = NULL;
