@@ -90,6 +90,24 @@ awk '/footprint: host/ { n++; h = $3; he = $6 + 0; d = $8; de = $11 + 0
     if (h > he || d > de || he > 1.25 * h + 4194304 || de > 1.25 * d + 4194304) { print "bad: " $0; bad = 1 } }
     END { exit bad || n != 7 }' "$tmp/out" || fail "a footprint estimate is below or far above the bytes allocated"
 
+# a --dump path that leaves no room for a file name is an I/O error naming the
+# file (exit 2), never names cut short into one (18 of 20 files, exit 0, before):
+# at 4067 characters neg's names fit (with DIR/NAME.<pid>.tmp, any pid),
+# cumsum_wave_scan's cannot
+seg=$(printf 'd%.0s' $(seq 1 250))
+deep=$tmp
+for i in $(seq 1 16); do deep=$deep/$seg; done
+deep=$deep/$(printf 'e%.0s' $(seq 1 $((4067 - ${#deep} - 1))))
+mkdir -p "$deep" || fail "cannot make a directory of ${#deep} characters"
+"$bin" --test neg --test cumsum_wave_scan --dump "$deep" >"$tmp/out" 2>&1
+rc=$?
+[ $rc = 2 ] || fail "--dump into a ${#deep}-character path: exit status $rc, expected 2"
+grep -q "^\[ERROR\] phase 1  cumsum_wave_scan" "$tmp/out" || fail "the file name past the limit is not an [ERROR]"
+grep -q "^\[PASS\] phase 1  neg" "$tmp/out" || fail "the test whose names fit did not pass"
+[ "$(ls "$deep" | wc -l)" = 3 ] || fail "--dump wrote $(ls "$deep" | wc -l) files, expected neg's 3"
+rm -rf "${tmp:?}/$seg"
+checks=$((checks + 1))
+
 # usage that would do nothing or something else than asked is an error
 expect 2 "invalid phase ''" --phase ''
 expect 2 "invalid phase ','" --phase ,
