@@ -37,8 +37,8 @@
 //
 // Why it fits gfx906: wave64 with no matrix cores and a long memory latency
 // wants many independent waves and a streaming, coalesced state access; this
-// uses R rows of state + 2 x 2 R token values per lane (60 VGPRs at D_k = 128
-// with the one-token-ahead prefetch: 4 waves per SIMD; 49 for decode, which
+// uses R rows of state + 2 x 2 R token values per lane (56 VGPRs at D_k = 128
+// with the one-token-ahead prefetch: 4 waves per SIMD; 50 for decode, which
 // has no next token), no scratch and no LDS. The only cross-lane traffic is
 // 12 DPP row rotations per token (VALU modifiers, no LDS traffic;
 // ds_bpermute before issue 13). D_k <= 64 / 128 / 256 use instantiations
@@ -82,11 +82,18 @@ struct TokenIn {
     float v, g, beta;
 };
 
-// Where token 0 of this lane's (sequence, head, column, rows) sits in each
-// input, and how far apart tokens are (floats; tokens are uniform).
+// Where a token of this lane's (sequence, head, column, rows) sits in each
+// input, and how far apart tokens are (floats; tokens are uniform). The
+// pointers move one token at a time (next()), so a token's addresses are
+// ready before its loads: computed from the token index inside the loop,
+// they delayed the loads of the next token on the H100 until the current
+// token's math was done (nvcc scheduled them last; issue 14).
 struct TokenPtrs {
     const float *k, *q, *v, *g, *beta;
     long st_k, st_q, st_v, st_g, st_beta;
+    __device__ __forceinline__ void next() {
+        k += st_k, q += st_q, v += st_v, g += st_g, beta += st_beta;
+    }
 };
 
 // A lane's rows of a column: R rows in runs of kRun consecutive ones, the
@@ -123,14 +130,13 @@ __device__ __forceinline__ void store_rows(float *p, int n_rows, const float x[R
 }
 
 template <int R, bool kFull, bool kKda, bool kVec>
-__device__ __forceinline__ void load_token(TokenIn<R, kKda> &x, int tn, const TokenPtrs &p, int n_rows) {
-    const float *gt = p.g + (size_t)tn * p.st_g;
-    load_rows<R, kFull, kVec>(p.k + (size_t)tn * p.st_k, n_rows, x.k);
-    load_rows<R, kFull, kVec>(p.q + (size_t)tn * p.st_q, n_rows, x.q);
-    if (kKda) load_rows<R, kFull, kVec>(gt, n_rows, x.gk);
-    x.v = p.v[(size_t)tn * p.st_v];
-    x.g = kKda ? 0.0f : gt[0];
-    x.beta = p.beta[(size_t)tn * p.st_beta];
+__device__ __forceinline__ void load_token(TokenIn<R, kKda> &x, const TokenPtrs &p, int n_rows) {
+    load_rows<R, kFull, kVec>(p.k, n_rows, x.k);
+    load_rows<R, kFull, kVec>(p.q, n_rows, x.q);
+    if (kKda) load_rows<R, kFull, kVec>(p.g, n_rows, x.gk);
+    x.v = p.v[0];
+    x.g = kKda ? 0.0f : p.g[0];
+    x.beta = p.beta[0];
 }
 
 // Stores this lane's rows of column b of S into snapshot slot `slot`.
@@ -147,8 +153,8 @@ __device__ __forceinline__ void store_state(const KdnRecurrentCall &c, const flo
 // SIMD instead of 4), so the decode path of K = 1 does without.
 // kAhead: token t + 1's inputs are loaded while token t is processed (prompts).
 // Decode (T = 1) has no next token: without the second set of token
-// registers the D_k = 128 decode kernel needs 49 VGPRs instead of 60 on
-// gfx906 (still 4 waves per SIMD: 5 would need 48) and runs 1-2 % faster on
+// registers the D_k = 128 decode kernel needs 50 VGPRs instead of 56 on
+// gfx906 (still 4 waves per SIMD: 5 would need 48) and ran 1-2 % faster on
 // the H100 (docs/performance.md, issue 14).
 template <int R, bool kFull, bool kKda, bool kSnap, bool kVec, bool kAhead>
 __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurrentCall c) {
@@ -183,13 +189,15 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurr
     const size_t st_o = (size_t)H_v * D_v;
     float *ob = c.o + ((size_t)seq * T * H_v + h) * D_v + b;
 
+    // p points at token min(t + 1, T - 1) during token t
     TokenIn<R, kKda> cur;
-    if (T > 0) load_token<R, kFull, kKda, kVec>(cur, 0, p, n_rows);
+    if (T > 0) load_token<R, kFull, kKda, kVec>(cur, p, n_rows);
+    if (T > 1) p.next();
 
     for (int t = 0; t < T; t++) {
         // Prefetch token t + 1 (the last token reloads itself: branch-free).
         TokenIn<R, kKda> nxt;
-        if (kAhead) load_token<R, kFull, kKda, kVec>(nxt, t + 1 < T ? t + 1 : t, p, n_rows);
+        if (kAhead) load_token<R, kFull, kKda, kVec>(nxt, p, n_rows);
 
         // KDA decays each row by its own factor before anything reads S; the
         // scalar gate is folded into the formulas below (a).
@@ -211,11 +219,13 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurr
 
         group_sum2(sq, kq);
         // o is linear in q: ggml's 1/sqrt(S_v) on q is one multiply here.
-        if (row0 == 0 && col_ok) ob[(size_t)t * st_o] = c.q_scale * fmaf(d, kq, a * sq);
+        if (row0 == 0 && col_ok) *ob = c.q_scale * fmaf(d, kq, a * sq);
+        ob += st_o;
         // Snapshot slot T-1-t holds the state after token t (slot 0: final).
         if (kSnap && col_ok && T - 1 - t < c.K) store_state<R, kFull, kVec>(c, S, T - 1 - t, s_off, n_rows);
         if (kAhead) cur = nxt;
-        else if (t + 1 < T) load_token<R, kFull, kKda, kVec>(cur, t + 1, p, n_rows);
+        else if (t + 1 < T) load_token<R, kFull, kKda, kVec>(cur, p, n_rows);
+        if (t + 2 < T) p.next();
     }
     // Without kSnap, or with no token at all: slot 0 gets the state as it is now.
     if ((!kSnap || T == 0) && col_ok) store_state<R, kFull, kVec>(c, S, 0, s_off, n_rows);
