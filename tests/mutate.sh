@@ -46,6 +46,12 @@ fault one_launch_out_state kernels/deltanet_one_launch.cpp 's/fmaf\(L.exp_gamma\
 fault one_launch_delta kernels/deltanet_one_launch.cpp 's/L.rd\[t\]\[b\] = L.beta\[t\] \*/L.rd[t][b] = 0.999f * L.beta[t] */' "$ONE_LAUNCH"
 fault one_launch_state_decay kernels/deltanet_one_launch.cpp 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/fmaf(0.999f * total, L.s[i][b], acc[m])/' "$ONE_LAUNCH"
 fault one_launch_state_update kernels/deltanet_one_launch.cpp 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/fmaf(total, L.s[i][b], 0.999f * acc[m])/' "$ONE_LAUNCH"
+fault one_launch_decay_after_update kernels/deltanet_one_launch.cpp 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/total * (L.s[i][b] + acc[m])/' "$ONE_LAUNCH"
+fault two_launch_out_intra kernels/deltanet_two_launch.cpp 's/fmaf\(p4\[st\]\[a\]\[e\], v4\[b\], xq\[a\]\[b\]\)/fmaf(0.999f * p4[st][a][e], v4[b], xq[a][b])/' "$TWO"
+fault two_launch_state_update kernels/deltanet_two_launch.cpp 's/fmaf\(total, sreg\[u\]\[b\], acc\[u\]\[b\]\)/fmaf(total, sreg[u][b], 0.999f * acc[u][b])/' "$TWO"
+fault two_launch_decay_after_update kernels/deltanet_two_launch.cpp 's/fmaf\(total, sreg\[u\]\[b\], acc\[u\]\[b\]\)/total * (sreg[u][b] + acc[u][b])/' "$TWO"
+# a wrong snapshot slot: slots 0 and 1 (2 and 3, ...) swapped in the recurrent kernel
+fault snapshot_slot kernels/deltanet_recurrent.cpp 's/store_state<R, kFull>\(c, S, T - 1 - t,/store_state<R, kFull>(c, S, ((T - 1 - t) ^ 1) < c.K ? (T - 1 - t) ^ 1 : T - 1 - t,/' 'gdn_*K[24]*'
 # the grouped-head map swapped in the kernels only (the reference keeps its own)
 fault head_map_swapped kernels/heads.h 's/head_map == 0 \? h % H_k/head_map == 1 ? h % H_k/' "one_launch_gqa3 two_launch_gqa3_c32 recurrent_odd_dims" quick
 # a chunk's tail one token short
