@@ -356,24 +356,29 @@ void arm_timeout(double seconds) {
     setitimer(ITIMER_VIRTUAL, &t, NULL);
 }
 
+void set_timeout(double seconds) {
+    E.timeout_read = true;
+    E.timeout = seconds;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_timeout;
+    sigaction(SIGVTALRM, &sa, NULL);
+}
+
 // KDN_CPU_TIMEOUT (seconds of CPU time per launch, 0: none), read at the
 // first launch; a value that is not a number fails every launch.
 void read_timeout(void) {
     static const char *bad;
     if (!E.timeout_read) {
-        E.timeout_read = true;
-        E.timeout = kDefaultTimeout;
+        double seconds = kDefaultTimeout;
         const char *v = getenv("KDN_CPU_TIMEOUT");
         if (v && *v) {
             char *end;
             double x = strtod(v, &end);
             if (*end || !(x >= 0.0) || x > 1e6) bad = v;
-            else E.timeout = x;
+            else seconds = x;
         }
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = on_timeout;
-        sigaction(SIGVTALRM, &sa, NULL);
+        set_timeout(seconds);
     }
     if (bad) fail("KDN_CPU_TIMEOUT='%s': expected seconds (0: no limit)", bad);
 }
@@ -676,14 +681,7 @@ const char *kdn_cpu_take_error(void) {
     return E.error;
 }
 
-void kdn_cpu_set_timeout(double seconds) {
-    E.timeout_read = true;
-    E.timeout = seconds;
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = on_timeout;
-    sigaction(SIGVTALRM, &sa, NULL);
-}
+void kdn_cpu_set_timeout(double seconds) { set_timeout(seconds); }
 
 bool kdn_cpu_race_detector(void) { return E.race.active; }
 long kdn_cpu_lds_checked(void) { return E.race.checked; }
