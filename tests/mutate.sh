@@ -8,6 +8,7 @@
 #   tests/mutate.sh           the quick subset (make test)
 #   tests/mutate.sh --all     every fault (make mutate; docs/ci.md's nightly job)
 #   tests/mutate.sh --list    the faults, without running them
+#   tests/mutate.sh --check   that every fault still applies to its file (no build; make test)
 #   tests/mutate.sh NAME...   the faults named (shell patterns, e.g. 'barrier:deltanet_two_launch.cpp:37*')
 # Barrier faults run their tests on the race detector's build (build/cpu-race,
 # make RACECHECK=1): a missing barrier shows as an LDS race, reported whatever
@@ -16,8 +17,8 @@ set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
 mode=${1:-quick}
 case "$mode" in
-quick | --all | --list) ;;
--*) echo "usage: tests/mutate.sh [--all | --list | NAME...]" >&2; exit 2 ;;
+quick | --all | --list | --check) ;;
+-*) echo "usage: tests/mutate.sh [--all | --list | --check | NAME...]" >&2; exit 2 ;;
 *) mode=named ;;
 esac
 limit=${MUTATE_TIMEOUT:-300} # seconds per test run: a fault that hangs is killed by it
@@ -51,7 +52,7 @@ fault two_launch_out_intra kernels/deltanet_two_launch.cpp 's/fmaf\(p4\[st\]\[a\
 fault two_launch_state_update kernels/deltanet_two_launch.cpp 's/fmaf\(total, sreg\[u\]\[b\], acc\[u\]\[b\]\)/fmaf(total, sreg[u][b], 0.999f * acc[u][b])/' "$TWO"
 fault two_launch_decay_after_update kernels/deltanet_two_launch.cpp 's/fmaf\(total, sreg\[u\]\[b\], acc\[u\]\[b\]\)/total * (sreg[u][b] + acc[u][b])/' "$TWO"
 # a wrong snapshot slot: slots 0 and 1 (2 and 3, ...) swapped in the recurrent kernel
-fault snapshot_slot kernels/deltanet_recurrent.cpp 's/store_state<R, kFull>\(c, S, T - 1 - t,/store_state<R, kFull>(c, S, ((T - 1 - t) ^ 1) < c.K ? (T - 1 - t) ^ 1 : T - 1 - t,/' 'gdn_*K[24]*'
+fault snapshot_slot kernels/deltanet_recurrent.cpp 's/\(c, S, T - 1 - t, s_off/(c, S, ((T - 1 - t) ^ 1) < c.K ? (T - 1 - t) ^ 1 : T - 1 - t, s_off/' 'gdn_*K[24]*'
 # the grouped-head map swapped in the kernels only (the reference keeps its own)
 fault head_map_swapped kernels/heads.h 's/head_map == 0 \? h % H_k/head_map == 1 ? h % H_k/' "one_launch_gqa3 two_launch_gqa3_c32 recurrent_odd_dims" quick
 # a chunk's tail one token short
@@ -85,6 +86,19 @@ barriers kernels/triangular.cpp 'solve_tri*'
 
 if [ "$mode" = --list ]; then
     cut -f1,2,4,5 "$FAULTS"
+    exit 0
+fi
+
+# whether PERL changes FILE (a fault that does not is stale: the code moved)
+applies() { perl -0pe "$2" "$root/$1" | cmp -s - "$root/$1" && return 1 || return 0; }
+if [ "$mode" = --check ]; then
+    n=0 stale=0
+    while IFS="$(printf '\t')" read -r name file perl tests flags; do
+        n=$((n + 1))
+        applies "$file" "$perl" || { echo "STALE   $name: the fault does not apply to $file"; stale=$((stale + 1)); }
+    done <"$FAULTS"
+    echo "mutate: $((n - stale)) of $n faults apply to the source"
+    [ "$stale" = 0 ] || exit 2
     exit 0
 fi
 

@@ -89,6 +89,7 @@ test:
 	@$(MAKE) --no-print-directory BACKEND=cpu test-report
 	@$(MAKE) --no-print-directory BACKEND=cpu test-schedules
 	@$(MAKE) --no-print-directory BACKEND=cpu test-race
+	@sh tests/mutate.sh --check
 	@sh tests/mutate.sh
 	@build/cpu/test_deltanet --log build/cpu/ladder.tsv > build/cpu/ladder.out 2> build/cpu/ladder.err; rc=$$?; \
 	 build/cpu/test_deltanet --compare results/baseline-cpu.tsv build/cpu/ladder.tsv > build/cpu/baseline.out 2>&1; \
