@@ -118,6 +118,7 @@ template <int C>
 struct IntraLds {
     static_assert(C % kBlock == 0 && C % (2 * kWyGroups) == 0 && C <= kIntraThreads, "C must split into the blocks");
     static_assert(C * (kSlice / 4) <= kIntraThreads, "a thread stages one 4-column piece of a key and a query row");
+    static_assert(kBlock / kTile * (C - kBlock) / kTile * 4 <= kIntraThreads, "a quad per tile of a block row");
     // A^T strictly above the diagonal, Tinv on and below it; rows 16-byte
     // aligned for phase e's vector reads.
     float m[C][C + 4];
@@ -268,6 +269,12 @@ __device__ void intra_p_upper(float *P) {
 // Phase d, first part: thread t < C inverts column t % 16 of diagonal block
 // t / 16 into r (r[row in block][t]); the caller copies r into m after a
 // barrier, so that no read of A^T here shares a vector load with a write.
+// Column-oriented substitution: once x_j is final, every later x_r takes its
+// term A[r][j] x_j; A^T's row j holds those A[r][j] side by side, so the
+// block's A arrives in 64 broadcast 16-byte reads that do not wait for any x
+// (a row-oriented loop read A's column one float at a time, each read
+// followed by the FMA that needs it). Each x_r still sums its terms in order
+// j = 0, 1, .., so the result is bitwise the row-oriented one.
 template <int C>
 __device__ void intra_invert_diagonal(IntraLds<C> &L) {
     const int t = (int)threadIdx.x;
@@ -275,11 +282,14 @@ __device__ void intra_invert_diagonal(IntraLds<C> &L) {
     const int base = t / kBlock * kBlock, c = t % kBlock;
     float x[kBlock];
     KDN_UNROLL
-    for (int r = 0; r < kBlock; r++) {
-        float acc = r == c ? 1.0f : 0.0f;
+    for (int r = 0; r < kBlock; r++) x[r] = r == c ? 1.0f : 0.0f;
+    KDN_UNROLL
+    for (int j = 0; j < kBlock; j++) {
+        float a[kBlock]; // A^T[base + j][base ..]: A[base + r][base + j] for r > j
         KDN_UNROLL
-        for (int j = 0; j < r; j++) acc = fmaf(L.m[base + j][base + r], x[j], acc); // A[base + r][base + j]
-        x[r] = acc;
+        for (int q = 0; q < kBlock; q += 4) kdn_load4(&L.m[base + j][base + q], &a[q]);
+        KDN_UNROLL
+        for (int r = j + 1; r < kBlock; r++) x[r] = fmaf(a[r], x[j], x[r]);
     }
     KDN_UNROLL
     for (int r = 0; r < kBlock; r++) L.r[r][t] = x[r];
@@ -293,23 +303,75 @@ __device__ void intra_place_diagonal(IntraLds<C> &L) {
     }
 }
 
-// Phase d, block row I: Tinv_I,<I = Tinv_II (A_I,<I Tinv_<I,<I).
+// Phase d's products are 4 x 4 tiles of sum_m a_m b_m^T, one tile per quad
+// of 4 lanes: lane s of the quad takes every 4th m from its own start, and
+// the quad adds its partial tiles by DPP quad permutations (no LDS round
+// trip), after which every lane holds the tile and lane s stores its row s.
+// Every thread takes part in the sums (a lane without a tile adds zeros).
+struct QuadTile {
+    float acc[kTile][kTile];
+};
+
+__device__ __forceinline__ void quad_tile_zero(QuadTile &t) {
+    KDN_UNROLL
+    for (int u = 0; u < kTile; u++)
+        KDN_UNROLL
+        for (int w = 0; w < kTile; w++) t.acc[u][w] = 0.0f;
+}
+
+__device__ __forceinline__ void quad_tile_fma(QuadTile &t, const float a[kTile], const float b[kTile]) {
+    KDN_UNROLL
+    for (int u = 0; u < kTile; u++)
+        KDN_UNROLL
+        for (int w = 0; w < kTile; w++) t.acc[u][w] = fmaf(a[u], b[w], t.acc[u][w]);
+}
+
+// Sums the quad's partial tiles, then lane s stores row s of the tile at
+// row0 + s of `dst` (rows `pitch` floats apart) from column j0.
+__device__ __forceinline__ void quad_tile_store(QuadTile &t, bool owner, float *dst, int pitch, int j0) {
+    const int s = (int)threadIdx.x % 4;
+    KDN_UNROLL
+    for (int u = 0; u < kTile; u++)
+        KDN_UNROLL
+        for (int w = 0; w < kTile; w++) t.acc[u][w] = kdn_quad_sum(t.acc[u][w]);
+    KDN_UNROLL
+    for (int u = 0; u < kTile; u++)
+        if (owner && u == s) kdn_store4(dst + u * pitch + j0, t.acc[u]);
+}
+
+// Phase d, block row I: Tinv_I,<I = Tinv_II (A_I,<I Tinv_<I,<I), in 4 x 4
+// tiles (rows r0 .. r0 + 3 of the block row, columns j0 .. j0 + 3), 16 I of
+// them, one per quad. First r = A_I,<I Tinv_<I: A^T's rows m (above the
+// diagonal) and Tinv's rows m, of which only columns <= m are Tinv's (the
+// rest of the row is A^T: zeroed). Then Tinv_II r: Tinv_II's column m read
+// per row (zero above its diagonal), r's rows m.
 template <int C>
 __device__ void intra_block_row(IntraLds<C> &L, int I) {
-    const int row0 = I * kBlock, cols = row0;
-    for (int e = (int)threadIdx.x; e < kBlock * cols; e += kIntraThreads) {
-        const int r = e / cols, j = e % cols;
-        float acc = 0.0f;
-        for (int m = j; m < row0; m++) acc = fmaf(L.m[m][row0 + r], L.m[m][j], acc); // A[row0 + r][m] Tinv[m][j]
-        L.r[r][j] = acc;
+    const int row0 = I * kBlock, jt = row0 / kTile;
+    const int tile = (int)threadIdx.x / 4, s = (int)threadIdx.x % 4;
+    const bool owner = tile < kBlock / kTile * jt;
+    const int r0 = owner ? tile / jt * kTile : 0, j0 = owner ? tile % jt * kTile : 0;
+    QuadTile t;
+    quad_tile_zero(t);
+    for (int m = j0 + s; owner && m < row0; m += 4) {
+        float a[kTile], b[kTile];
+        kdn_load4(&L.m[m][row0 + r0], a); // A[row0 + r0 + u][m]
+        kdn_load4(&L.m[m][j0], b);        // Tinv[m][j0 + w] where j0 + w <= m
+        KDN_UNROLL
+        for (int w = 0; w < kTile; w++) b[w] = j0 + w <= m ? b[w] : 0.0f;
+        quad_tile_fma(t, a, b);
     }
+    quad_tile_store(t, owner, &L.r[r0][0], C, j0);
     __syncthreads();
-    for (int e = (int)threadIdx.x; e < kBlock * cols; e += kIntraThreads) {
-        const int r = e / cols, j = e % cols;
-        float acc = 0.0f;
-        for (int m = 0; m <= r; m++) acc = fmaf(L.m[row0 + r][row0 + m], L.r[m][j], acc);
-        L.m[row0 + r][j] = acc;
+    quad_tile_zero(t);
+    for (int m = s; owner && m < r0 + kTile; m += 4) {
+        float a[kTile], b[kTile];
+        KDN_UNROLL
+        for (int u = 0; u < kTile; u++) a[u] = m <= r0 + u ? L.m[row0 + r0 + u][row0 + m] : 0.0f; // Tinv_II
+        kdn_load4(&L.r[m][j0], b);
+        quad_tile_fma(t, a, b);
     }
+    quad_tile_store(t, owner, &L.m[row0 + r0][0], C + 4, j0);
     __syncthreads();
 }
 

@@ -31,6 +31,14 @@ __global__ void kernel_row_ops_f64(const double *x, double *shr3, double *scan, 
     sum[t] = kdn_row_sum16(x[t]);
 }
 
+// The quad primitives: an uneven permutation (each lane reads a different
+// lane of its quad) and the quad sum.
+__global__ void kernel_quad_ops(const float *x, float *perm, float *sum) {
+    const int t = (int)threadIdx.x;
+    perm[t] = kdn_quad_perm<3, 0, 2, 1>(x[t]);
+    sum[t] = kdn_quad_sum(x[t]);
+}
+
 __global__ void kernel_lds_reverse(const float *x, float *y, int n) {
     __shared__ float buf[1024];
     int t = (int)threadIdx.x;
@@ -211,6 +219,9 @@ void exec_row_ops(const float *x, float *ror3, float *sum, float *butterfly, int
 }
 void exec_row_ops_f64(const double *x, double *shr3, double *scan, double *sum, int n) {
     KDN_LAUNCH(kernel_row_ops_f64, dim3(1), dim3(n), 0, x, shr3, scan, sum);
+}
+void exec_quad_ops(const float *x, float *perm, float *sum, int n) {
+    KDN_LAUNCH(kernel_quad_ops, dim3(1), dim3(n), 0, x, perm, sum);
 }
 void exec_lds_reverse(const float *x, float *y, int n) { KDN_LAUNCH(kernel_lds_reverse, dim3(1), dim3(n), 0, x, y, n); }
 void exec_divergent_barrier(float *y) { KDN_LAUNCH(kernel_divergent_barrier, dim3(1), dim3(64), 0, y); }

@@ -15,6 +15,9 @@ void exec_row_ops(const float *x, float *ror3, float *sum, float *butterfly, int
 /* The 64-bit row primitives on n threads: shr3 = kdn_row_shr_f64<3>(x),
  * scan = kdn_row_scan16_f64(x), sum = kdn_row_sum16(x). */
 void exec_row_ops_f64(const double *x, double *shr3, double *scan, double *sum, int n);
+/* The DPP quad primitives on n threads: perm = kdn_quad_perm<3, 0, 2, 1>(x),
+ * sum = kdn_quad_sum(x). */
+void exec_quad_ops(const float *x, float *perm, float *sum, int n);
 /* y = x reversed through LDS and a barrier (n <= 1024 threads). */
 void exec_lds_reverse(const float *x, float *y, int n);
 /* Threads 32.. return before __syncthreads(): a divergent barrier. */

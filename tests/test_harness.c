@@ -306,6 +306,27 @@ static void test_row_ops_f64(void) {
     CHECK(summed);
 }
 
+/* The quad primitives' lane mapping: quad_perm:[3,0,2,1] (lane i of a quad
+ * reads lane P_i), and the quad sum: (x0 + x1) + (x2 + x3) in lanes 0, 1 and
+ * the mirror order in lanes 2, 3, which is the same float (addition
+ * commutes), so all four lanes agree bitwise. */
+static void test_quad_ops(void) {
+    enum { N = 128 };
+    static const int perm_of[4] = {3, 0, 2, 1};
+    float x[N], perm[N], sum[N];
+    for (int i = 0; i < N; i++) x[i] = 1.0f / ((float)i + 0.7f);
+    exec_quad_ops(x, perm, sum, N);
+    CHECK(kdn_sync() == NULL);
+    bool permuted = true, summed = true;
+    for (int i = 0; i < N; i++) {
+        const int q = i & ~3;
+        permuted &= perm[i] == x[q + perm_of[i & 3]];
+        summed &= sum[i] == (x[q] + x[q + 1]) + (x[q + 2] + x[q + 3]);
+    }
+    CHECK(permuted);
+    CHECK(summed);
+}
+
 static void test_executor(void) {
     float out[256];
     exec_wave_sum(out, 256);
@@ -491,6 +512,7 @@ int main(void) {
     test_row_ops();
     test_row_ops_f64();
     test_footprints();
+    test_quad_ops();
     if (failures) {
         printf("test_harness: %d of %d checks failed\n", failures, checks);
         return 1;

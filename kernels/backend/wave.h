@@ -213,3 +213,28 @@ __device__ __forceinline__ T kdn_row_sum16(T v) {
     v += kdn_row_butterfly_partner<1>(v);
     return v;
 }
+
+// DPP quad permutation, gfx906's quad_perm:[P0,P1,P2,P3]: lane i reads lane
+// 4 (i / 4) + P_(i % 4) of its quad of 4 lanes. Other backends: the same lane
+// mapping through kdn_shfl.
+#if defined(KDN_BACKEND_HIP)
+template <int P0, int P1, int P2, int P3>
+__device__ __forceinline__ float kdn_quad_perm(float v) {
+    return __int_as_float(
+        __builtin_amdgcn_update_dpp(0, __float_as_int(v), P0 | P1 << 2 | P2 << 4 | P3 << 6, 0xF, 0xF, false));
+}
+#else
+template <int P0, int P1, int P2, int P3>
+__device__ __forceinline__ float kdn_quad_perm(float v) {
+    const int lane = kdn_lane(), i = lane & 3;
+    return kdn_shfl(v, (lane & ~3) | (i == 0 ? P0 : i == 1 ? P1 : i == 2 ? P2 : P3));
+}
+#endif
+
+// Sum over each quad of 4 lanes, every lane gets it: the xor butterfly
+// (lane ^ 1, then lane ^ 2) as two quad permutations.
+__device__ __forceinline__ float kdn_quad_sum(float v) {
+    v += kdn_quad_perm<1, 0, 3, 2>(v);
+    v += kdn_quad_perm<2, 3, 0, 1>(v);
+    return v;
+}
