@@ -65,12 +65,16 @@ static long limit_of(const char *var, long *cached) {
 
 /* FAULT_MALLOC_OVER=N: malloc of more than N bytes returns NULL (calloc is
  * left alone): on the CPU backend kdn_malloc is malloc, so this is a device
- * that runs out of memory while the host has plenty. */
+ * that runs out of memory while the host has plenty. FAULT_MALLOC_SPARE=K:
+ * the first K such mallocs still succeed (K = 1: a device buffer is had, the
+ * host staging image that fills it is not). */
 extern void *__libc_malloc(size_t);
 void *malloc(size_t bytes) {
-    static long over = -2;
+    static long over = -2, spare = -2;
     long limit = limit_of("FAULT_MALLOC_OVER", &over);
-    return limit >= 0 && bytes > (size_t)limit ? NULL : __libc_malloc(bytes);
+    if (limit < 0 || bytes <= (size_t)limit) return __libc_malloc(bytes);
+    if (limit_of("FAULT_MALLOC_SPARE", &spare) > 0) return spare--, __libc_malloc(bytes);
+    return NULL;
 }
 
 /* FAULT_CALLOC_OVER=N: calloc of more than N bytes returns NULL: the test's

@@ -296,6 +296,11 @@ expect "$tmp/mem.xml" "errors=\"1\"" "prlimit: JUnit does not count the refusal 
 expect "$tmp/mem.xml" "<error message=\"refused: " "prlimit: JUnit has no <error> for the refusal"
 FAULT_MALLOC_OVER=100000 LD_PRELOAD=$shim "$bin" --test sigmoid --test one_launch_T64 --log "$tmp/mem.tsv" >"$tmp/mem.out" 2>"$tmp/mem.err"
 mem_run "device memory over 100 kB (shim)" "out of device memory: buffer 'q' of [0-9]* bytes"
+# the device buffer is had, the host staging image that fills it is not (a
+# SIGSEGV under a memory limit before issue 16)
+FAULT_MALLOC_OVER=100000 FAULT_MALLOC_SPARE=1 LD_PRELOAD=$shim "$bin" --test sigmoid --test one_launch_T64 --log "$tmp/mem.tsv" \
+    >"$tmp/mem.out" 2>"$tmp/mem.err"
+mem_run "the staging image of a device buffer (shim)" "out of host memory: the upload image of buffer 'q', [0-9]* bytes"
 
 # ---- JUnit: valid against the schema of what it emits, failures included --
 command -v xmllint >/dev/null 2>&1 || fail "xmllint not found (Debian: apt-get install libxml2-utils)"
