@@ -7,7 +7,7 @@
 /* In ladder order; a phase may have more than one table. */
 static const TestList *const phases[] = {
     &phase1_tests, &phase2_tests, &phase3_tests, &phase4_tests,
-    &phase5_tests, &phase6_tests, &phase7_tests, &phase8_tests, &phase8_gdn_tests,
+    &phase5_tests, &phase6_tests, &phase7_tests, &phase8_tests, &phase8_gdn_tests, &phase8_golden_tests,
 };
 enum { N_TABLES = sizeof phases / sizeof phases[0] };
 

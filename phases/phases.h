@@ -13,6 +13,7 @@ extern const TestList phase6_tests; /* intra-chunk */
 extern const TestList phase7_tests; /* state interaction */
 extern const TestList phase8_tests; /* full multi-chunk Delta-Net */
 extern const TestList phase8_gdn_tests; /* the library's entry point (phase 8 too) */
+extern const TestList phase8_golden_tests; /* conventions pinned by hand (phase 8 too) */
 
 /* Tolerance classes; docs/tolerances.md gives the error analysis.
  * U is fp32's unit roundoff 2^-24. */
