@@ -8,6 +8,7 @@
 static const TestList *const phases[] = {
     &phase1_tests, &phase2_tests, &phase3_tests, &phase4_tests,
     &phase5_tests, &phase6_tests, &phase7_tests, &phase8_tests, &phase8_gdn_tests, &phase8_golden_tests,
+    &phase8_paths_tests,
 };
 enum { N_TABLES = sizeof phases / sizeof phases[0] };
 

@@ -11,6 +11,7 @@
 #include "../kernels/gated_delta_net.h"
 #include "deltanet_data.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -241,6 +242,9 @@ static void row_stride(kdn_gdn_call *x, size_t *ws) { (void)ws, x->v.nb[0] = 8; 
 static void odd_stride(kdn_gdn_call *x, size_t *ws) { (void)ws, x->k.nb[2] += 2; }
 static void chunk(kdn_gdn_call *x, size_t *ws) { (void)ws, x->chunk = 48; }
 static void head_map(kdn_gdn_call *x, size_t *ws) { (void)ws, x->head_map = (kdn_head_map)7; }
+static void path(kdn_gdn_call *x, size_t *ws) { (void)ws, x->path = (kdn_path)9; }
+static void huge_T(kdn_gdn_call *x, size_t *ws) { (void)ws, x->q.ne[2] = x->k.ne[2] = x->v.ne[2] = INT_MAX; }
+static void huge_K(kdn_gdn_call *x, size_t *ws) { (void)ws, x->K = INT_MAX / 2; }
 static void big_head(kdn_gdn_call *x, size_t *ws) {
     (void)ws;
     x->q.ne[0] = x->k.ne[0] = x->v.ne[0] = x->state.ne[0] = x->state.ne[1] = 512;
@@ -268,16 +272,26 @@ static const struct {
     {"k nb[2] not a multiple of 4", odd_stride, KDN_ERR_ROW_STRIDE},
     {"chunk 48", chunk, KDN_ERR_CHUNK},
     {"head_map 7", head_map, KDN_ERR_OPTION},
+    {"path 9", path, KDN_ERR_OPTION},
+    {"T = 2^31 - 1", huge_T, KDN_ERR_UNSUPPORTED_SHAPE},
+    {"K = 2^30: dst past 2^31 floats", huge_K, KDN_ERR_UNSUPPORTED_SHAPE},
     {"S = 512", big_head, KDN_ERR_UNSUPPORTED_SHAPE},
     {"n_seqs = 0", empty, KDN_ERR_UNSUPPORTED_SHAPE},
 };
 
-/* Every message distinct, and none for a status past the range but one. */
+/* Every message distinct, and none for a status past the range but one; the
+ * library names the kernels' backend. */
 static void check_messages(Ctx *c) {
     for (int a = 0; a < KDN_STATUS_COUNT; a++)
         for (int b = a + 1; b <= KDN_STATUS_COUNT; b++)
             if (strcmp(kdn_status_message((kdn_status)a), kdn_status_message((kdn_status)b)) == 0)
                 test_fail(c, "statuses %d and %d share the message '%s'", a, b, kdn_status_message((kdn_status)a));
+    kdn_gdn_call call;
+    memset(&call, 0, sizeof call);
+    if (kdn_gdn_workspace_size(&call, NULL) != KDN_ERR_NULL_POINTER || kdn_gdn_chosen_path(&call, NULL) != KDN_ERR_NULL_POINTER)
+        test_fail(c, "a NULL bytes or path pointer is not KDN_ERR_NULL_POINTER");
+    if (strcmp(kdn_gdn_backend(), kdn_backend()) != 0)
+        test_fail(c, "kdn_gdn_backend() '%s', the kernels' backend '%s'", kdn_gdn_backend(), kdn_backend());
 }
 
 /* Counts elements of dst that lost the NaN they started with. */
@@ -308,8 +322,16 @@ static void t_gdn_bad_calls(const Test *t, Ctx *c) {
         }
         float *workspace = dev_out(c, "workspace", ws / sizeof(float) + 1);
         bad_calls[i].breaker(&call, &ws);
+        /* the queries check the call as the run does: the same status, 0 bytes, no path */
+        const kdn_gdn_call *bad = bad_calls[i].breaker == null_call ? NULL : &call;
+        size_t asked = 1;
+        kdn_path path = KDN_PATH_AUTO;
+        kdn_status q_ws = kdn_gdn_workspace_size(bad, &asked), q_path = kdn_gdn_chosen_path(bad, &path);
+        if (bad_calls[i].breaker != small_workspace &&
+            (q_ws != bad_calls[i].want || asked != 0 || q_path != bad_calls[i].want || path != KDN_PATH_AUTO))
+            test_fail(c, "%s: workspace_size %d (%zu bytes), chosen_path %d", bad_calls[i].what, q_ws, asked, q_path);
         long before = kdn_launch_count();
-        kdn_status st = kdn_gated_delta_net(bad_calls[i].breaker == null_call ? NULL : &call, workspace, ws);
+        kdn_status st = kdn_gated_delta_net(bad, workspace, ws);
         long launches = kdn_launch_count() - before;
         if (st != bad_calls[i].want)
             test_fail(c, "%s: status %d (%s), want %d (%s)", bad_calls[i].what, st, kdn_status_message(st),

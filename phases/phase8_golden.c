@@ -228,7 +228,7 @@ static void run_layer(const Test *t, Ctx *c, const Golden *x, LayerKind kind) {
     if (kind == LAYER_RECURRENT)
         kdn_deltanet_recurrent(&s, d.q, d.k, d.v, d.g, d.beta, d.state, o, state);
     else if (kind == LAYER_ONE_LAUNCH)
-        kdn_deltanet_fused(&s, d.q, d.k, d.v, d.g, d.beta, d.state, o, state);
+        kdn_deltanet_one_launch(&s, d.q, d.k, d.v, d.g, d.beta, d.state, o, state);
     else {
         KdnChunkBuffers b;
         kdn_chunk_buffers_carve(dev_out(c, "chunk buffers", kdn_chunk_buffers_bytes(&s) / sizeof(float)), &s, &b);

@@ -14,6 +14,7 @@ extern const TestList phase7_tests; /* state interaction */
 extern const TestList phase8_tests; /* full multi-chunk Delta-Net */
 extern const TestList phase8_gdn_tests; /* the library's entry point (phase 8 too) */
 extern const TestList phase8_golden_tests; /* conventions pinned by hand (phase 8 too) */
+extern const TestList phase8_paths_tests; /* scalar loads, T = 0, refusals (phase 8 too) */
 
 /* Tolerance classes; docs/tolerances.md gives the error analysis.
  * U is fp32's unit roundoff 2^-24. */

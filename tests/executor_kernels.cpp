@@ -10,6 +10,9 @@ __global__ void kernel_wave_sum(float *out) {
     if (kdn_lane() == 0) out[threadIdx.x / KDN_WAVE] = s;
 }
 
+// A wave exchange from lane 64 of a 64-lane wave (there is none).
+__global__ void kernel_lane_outside_wave(float *y) { y[threadIdx.x] = kdn_shfl(1.0f, KDN_WAVE); }
+
 // The DPP row primitives as the executor runs them: a rotation by 3 (the
 // direction and the wrap inside a row of 16), the row sum, and the xor
 // butterfly it must equal bitwise.
@@ -234,5 +237,7 @@ void exec_read_unwritten_lds(float *y, int n) {
 }
 void exec_too_many_threads(float *y) { KDN_LAUNCH(kernel_wave_sum, dim3(1), dim3(1025), 0, y); }
 void exec_too_much_lds(float *y) { KDN_LAUNCH(kernel_read_unwritten_lds, dim3(1), dim3(64), 64 * 1024 + 4, y); }
+void exec_empty_launch(float *y) { KDN_LAUNCH(kernel_wave_sum, dim3(0), dim3(64), 0, y); }
+void exec_lane_outside_wave(float *y) { KDN_LAUNCH(kernel_lane_outside_wave, dim3(1), dim3(64), 0, y); }
 
 }  // extern "C"

@@ -31,6 +31,9 @@ void exec_read_unwritten_lds(float *y, int n);
 /* Launches over gfx906's limits: 1025 threads; 64 KB + 4 bytes of LDS. */
 void exec_too_many_threads(float *y);
 void exec_too_much_lds(float *y);
+/* A grid of 0 workgroups; a wave exchange reading lane 64 of a 64-lane wave. */
+void exec_empty_launch(float *y);
+void exec_lane_outside_wave(float *y);
 /* The executor's schedule (asc, desc, shuffle, shuffle:SEED): 0 or -1. */
 int exec_set_schedule(const char *name);
 /* Odd and even threads wait at two different __syncthreads() calls. */

@@ -328,11 +328,22 @@ static void test_quad_ops(void) {
 }
 
 static void test_executor(void) {
+    CHECK(kdn_flush_bytes() == 0); /* the CPU build has no cache to evict (kdn.h) */
+    kdn_flush_cache();
+    void *none = kdn_malloc(0); /* a valid pointer, like malloc(0) where it returns one */
+    CHECK(none != NULL);
+    kdn_free(none);
     float out[256];
     exec_wave_sum(out, 256);
     CHECK(kdn_sync() == NULL);
     bool ok = true;
     for (int w = 0; w < 256 / 64; w++) ok &= out[w] == 64.0f * 63.0f / 2.0f;
+    CHECK(ok);
+    float x96[96], y96[96]; /* a workgroup of a wave and a partial one of 32 lanes */
+    for (int i = 0; i < 96; i++) x96[i] = (float)i;
+    exec_lds_reverse(x96, y96, 96);
+    ok = kdn_sync() == NULL;
+    for (int i = 0; i < 96; i++) ok &= y96[i] == (float)(95 - i);
     CHECK(ok);
     CHECK(correct_launches_work());
 
@@ -340,6 +351,8 @@ static void test_executor(void) {
     fails_then_recovers(exec_partial_wave, "kernel_partial_wave", "not reached by all lanes");
     fails_then_recovers(exec_too_many_threads, "kernel_wave_sum", "1025 threads");
     fails_then_recovers(exec_too_much_lds, "kernel_read_unwritten_lds", "64 KB");
+    fails_then_recovers(exec_empty_launch, "kernel_wave_sum", "empty launch");
+    fails_then_recovers(exec_lane_outside_wave, "kernel_lane_outside_wave", "outside its wave");
 
     /* the first error stands until it is taken: a later good launch does not hide it */
     exec_divergent_barrier(out);

@@ -12,7 +12,8 @@
 #   schedules (races the ascending order hides), the executor's unit tests
 #   and the product kernels on the race detector's build (build/cpu-race:
 #   every LDS access checked), the quick subset of the
-#   planted faults (tests/mutate.sh; make mutate runs them all),
+#   planted faults (tests/mutate.sh; make mutate runs them all), every
+#   line of kernels/ run (make coverage-quick, tests/coverage.mk),
 #   make install + a C caller built with pkg-config (tests/test_install.sh),
 #   every phase of the ladder on the CPU build, its log compared with
 #   results/baseline-cpu.tsv (make baseline rewrites it), the ladder's
@@ -37,6 +38,7 @@ $(BUILD)/test_failing: $(BUILD)/tests/failing_phase.o $(FAILING_OBJ)
 
 include tests/reference.mk
 include tests/report.mk
+include tests/coverage.mk
 
 .PHONY: test-asan test-gfx906 test-schedules test-race mutate
 # Every product kernel (two-launch, one-launch, recurrent) and the unfused
@@ -91,6 +93,7 @@ test:
 	@$(MAKE) --no-print-directory BACKEND=cpu test-race
 	@sh tests/mutate.sh --check
 	@sh tests/mutate.sh
+	@$(MAKE) --no-print-directory coverage-quick
 	@build/cpu/test_deltanet --log build/cpu/ladder.tsv > build/cpu/ladder.out 2> build/cpu/ladder.err; rc=$$?; \
 	 build/cpu/test_deltanet --compare results/baseline-cpu.tsv build/cpu/ladder.tsv > build/cpu/baseline.out 2>&1; \
 	 crc=$$?; sed 's/^/baseline: /' build/cpu/baseline.out; cat build/cpu/ladder.err build/cpu/ladder.out; \
