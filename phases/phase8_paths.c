@@ -39,7 +39,8 @@ static float *dev_in_unaligned(Ctx *c, const char *name, const float *x, size_t 
 
 /* A layer against the recurrence on every head and both maps; `unaligned`:
  * q moved off its 16-byte alignment (the two-launch kernels then load
- * scalars though D_k and D_v are multiples of 4). */
+ * scalars though D_k and D_v are multiples of 4, the recurrent kernel single
+ * rows). */
 static void check_layer(const Test *t, Ctx *c, Layer l, int unaligned) {
     Shape row = t->shape, sh = row;
     for (int map = HEAD_MAP_TILED; map <= HEAD_MAP_BLOCK && !test_failed(c); map++) {
@@ -65,6 +66,7 @@ static void check_layer(const Test *t, Ctx *c, Layer l, int unaligned) {
 static void t_scalar_loads(const Test *t, Ctx *c) { check_layer(t, c, LAYER_TWO_LAUNCH, 0); }
 static void t_unaligned(const Test *t, Ctx *c) { check_layer(t, c, LAYER_TWO_LAUNCH, 1); }
 static void t_recurrent(const Test *t, Ctx *c) { check_layer(t, c, LAYER_RECURRENT, 0); }
+static void t_recurrent_unaligned(const Test *t, Ctx *c) { check_layer(t, c, LAYER_RECURRENT, 1); }
 
 /* ---- T = 0 ---------------------------------------------------------------------
  * No token: every layer kernel copies the state; o has no element. */
@@ -309,6 +311,9 @@ static const Test tests[] = {
     /* 128 < D_k <= 256: the recurrent kernel's 16 registers of state per lane, rows masked or not */
     {8, "recurrent_Dk200", "recurrent", TOL_CHUNK, {DIMS(20, 1, 1, 2, 200, 40, 64), .state = 1}, t_recurrent},
     {8, "recurrent_Dk256", "recurrent", TOL_CHUNK, {DIMS(9, 1, 1, 1, 256, 20, 64), .state = 1}, t_recurrent},
+    /* q off 16-byte alignment: the recurrent kernel's single-row loads (no 16-byte row runs) */
+    {8, "recurrent_unaligned_q", "recurrent", TOL_CHUNK, {DIMS(20, 2, 2, 4, 64, 40, 64), .state = 1},
+     t_recurrent_unaligned},
     {8, "layers_T0", "all", TOL_EXACT, {DIMS(0, 2, 1, 2, 40, 36, 32)}, t_no_tokens},
     {8, "kernel_refusals", "all", TOL_EXACT, {0}, t_refusals},
 };

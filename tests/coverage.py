@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Line coverage from gcc's gcov (make coverage; Python standard library only).
 
-Runs `gcov --json-format --stdout` on every .gcno under --build (from the
+Runs `gcov --json-format --stdout` on every .gcno under each --build (from the
 repository root, so the source paths are the repository's), merges the lines
 of every object file (a header or a template is covered where any object ran
 it), and prints per-file and total line coverage of the source files under
@@ -10,7 +10,9 @@ the given prefixes, then every line that did not run.
 --gate PREFIX: a line under PREFIX that did not run fails the run (exit 1)
 unless --exempt FILE names it. An exemption is a line
     path<TAB>the source line, stripped<TAB>why it cannot run under make test
-matched by text, not number (numbers move with every edit); an exemption
+matched by text, not number (numbers move with every edit), or
+    path<TAB>function:NAME<TAB>reason
+for every line of the functions whose (mangled) name contains NAME; an exemption
 that matches no unexecuted line is stale and fails too, so the list stays
 true. Lines that ran only in part (gcov's unexecuted blocks: the `return` of
 a one-line `if` never taken) are listed after, not gated.
@@ -41,25 +43,27 @@ def run_gcov(gcno):
             yield json.loads(line)
 
 
-def merge(build):
+def merge(builds):
     """{path: {line_number: count}} over every object of the build, and the
     lines that ran only in part: every copy of the line that ran (per object
     and template instance) left one of its blocks unexecuted (gcov's
     unexecuted_block: the `return` of a one-line `if` never taken, say)."""
-    counts, whole = {}, {}
-    for gcno in gcov_files(build):
+    counts, whole, funcs = {}, {}, {}
+    for gcno in (g for build in builds for g in gcov_files(build)):
         for doc in run_gcov(gcno):
             for f in doc["files"]:
                 path = os.path.normpath(f["file"])
                 lines = counts.setdefault(path, {})
                 full = whole.setdefault(path, {})
+                names = funcs.setdefault(path, {})
                 for ln in f["lines"]:
                     n = ln["line_number"]
+                    names.setdefault(n, set()).add(ln.get("function_name", ""))
                     lines[n] = lines.get(n, 0) + ln["count"]
                     if ln["count"] > 0:
                         full[n] = full.get(n, False) or not ln["unexecuted_block"]
     partly = {p: sorted(n for n, ok in full.items() if not ok) for p, full in whole.items()}
-    return counts, partly
+    return counts, partly, funcs
 
 
 def read_exemptions(path):
@@ -85,17 +89,17 @@ def source_lines(path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--build", required=True)
+    ap.add_argument("--build", action="append", required=True, help="a build directory (repeatable: merged)")
     ap.add_argument("--exempt")
     ap.add_argument("--gate", action="append", default=[])
     ap.add_argument("--tsv")
     ap.add_argument("prefixes", nargs="+")
     a = ap.parse_args()
 
-    counts, partly = merge(a.build)
+    counts, partly, funcs = merge(a.build)
     files = sorted(p for p in counts if any(p.startswith(x) for x in a.prefixes) and os.path.exists(p))
     if not files:
-        sys.exit(f"coverage: no gcov data for {' '.join(a.prefixes)} under {a.build}")
+        sys.exit(f"coverage: no gcov data for {' '.join(a.prefixes)} under {' '.join(a.build)}")
     exemptions = read_exemptions(a.exempt)
 
     rows, missed = [], []
@@ -108,7 +112,9 @@ def main():
             src = text[n - 1].strip() if n <= len(text) else ""
             why = None
             for e in exemptions:
-                if e["path"] == path and e["text"] == src:
+                fn = e["text"][len("function:"):] if e["text"].startswith("function:") else None
+                in_fn = fn is not None and any(fn in name for name in funcs[path].get(n, ()))
+                if e["path"] == path and (e["text"] == src or in_fn):
                     e["used"] = True
                     why = e["why"]
                     break
