@@ -16,7 +16,7 @@ RACECHECK  ?= 0
 
 WARN    := -Wall -Wextra
 CFLAGS  := -std=c11 -O2 -g -fPIC $(WARN) -Werror
-LDLIBS  := -lm
+LDLIBS  := -lm -lpthread
 
 KERNEL_SRC := $(wildcard kernels/*.cpp)
 LIB_C_SRC  := $(wildcard kernels/*.c)

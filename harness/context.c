@@ -103,6 +103,7 @@ static void *host_alloc(Ctx *c, size_t bytes) {
     if (!p) abandon_test(c, "out of host memory: an array of %zu bytes", bytes);
     c->host_now += (double)bytes;
     note_temp(c, 0);
+    c->host_bytes[c->n_host] = bytes;
     return c->host[c->n_host++] = p;
 }
 
@@ -135,7 +136,8 @@ static float *dev_alloc(Ctx *c, const char *name, const float *data, size_t n) {
         abandon_test(c, "out of host memory: the upload image of buffer '%s', %zu bytes", name, bytes);
     }
     note_temp(c, bytes);
-    c->dev_peak += (double)bytes;
+    c->dev_now += (double)bytes;
+    if (c->dev_now > c->dev_peak) c->dev_peak = c->dev_now;
     guard_fill(image, total);
     float *payload = (float *)(image + GUARD_FLOATS);
     for (size_t i = 0; i < n; i++) payload[i] = data ? data[i] : NAN;
@@ -154,6 +156,23 @@ float *dev_in(Ctx *c, const char *name, const float *host, size_t n) {
     return dev_alloc(c, name, host, n);
 }
 float *dev_out(Ctx *c, const char *name, size_t n) { return dev_alloc(c, name, NULL, n); }
+
+TestMark test_mark(const Ctx *c) {
+    TestMark m = {c->n_bufs, c->n_host};
+    return m;
+}
+
+void test_release(Ctx *c, TestMark m) {
+    while (c->n_bufs > m.bufs) {
+        DevBuf *b = &c->bufs[--c->n_bufs];
+        kdn_free(b->base);
+        c->dev_now -= (double)((b->n + 2 * GUARD_FLOATS) * sizeof(float));
+    }
+    while (c->n_host > m.host) {
+        free(c->host[--c->n_host]);
+        c->host_now -= (double)c->host_bytes[c->n_host];
+    }
+}
 
 static void check_guard(Ctx *c, const DevBuf *b, const float *dev, const char *where) {
     uint32_t g[GUARD_FLOATS];

@@ -44,7 +44,7 @@ typedef struct {
 } Shape;
 
 enum { HEAD_MAP_TILED = 0, HEAD_MAP_BLOCK = 1, HEAD_MAP_BOTH = 2 /* a test that runs each */ };
-enum { DECAY_QWEN = 0, DECAY_STRONG = 1, DECAY_WEAK = 2 };
+enum { DECAY_QWEN = 0, DECAY_STRONG = 1, DECAY_WEAK = 2, DECAY_BURSTY = 3 /* weak, with strong bursts */ };
 
 typedef struct Ctx Ctx;
 typedef struct Test Test;
@@ -102,6 +102,14 @@ float *dev_out(Ctx *c, const char *name, size_t n);
  * Returns 0 if all is well, else records the failure and returns -1. */
 int dev_sync(Ctx *c);
 void download(Ctx *c, float *host, const float *dev, size_t n);
+/* A test that runs many cases in turn (the generated grid) frees each case's
+ * host arrays and device buffers before the next: test_mark before the case,
+ * test_release after it (after its dev_sync, which checks the guards). */
+typedef struct {
+    int bufs, host;
+} TestMark;
+TestMark test_mark(const Ctx *c);
+void test_release(Ctx *c, TestMark m);
 
 /* ---- comparison --------------------------------------------------------- */
 /* Compares a device output (rows x cols) with its reference. Records

@@ -80,8 +80,10 @@ struct Ctx {
     jmp_buf *abandon;
     /* bytes allocated through the helpers, for the footprint check: host
      * arrays held now, and the peak of those with the moment's temporaries
-     * (upload images, downloads); device buffers only grow */
-    double host_now, host_peak, dev_peak;
+     * (upload images, downloads); device buffers held now and their peak
+     * (test_release frees a case's arrays and buffers mid-test) */
+    double host_now, host_peak, dev_now, dev_peak;
+    size_t host_bytes[MAX_HOST]; /* each host array's size, for test_release */
 };
 void ctx_begin(Ctx *c, const Test *t, uint64_t seed, bool verbose, int bench_reps);
 void ctx_end(Ctx *c); /* frees everything the test allocated */

@@ -1,11 +1,16 @@
 /* Realistic Delta-Net inputs (see deltanet_data.h). */
+#define _DEFAULT_SOURCE /* sysconf(_SC_NPROCESSORS_ONLN) */
 #include "deltanet_data.h"
 
 #include "../harness/tensors.h"
 #include "../reference/ref.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
 
 static double softplus(double x) { return x > 20.0 ? x : log1p(exp(x)); }
 
@@ -36,6 +41,8 @@ static void fill_log_decay(Ctx *c, const Shape *sh, float *g, size_t tokens) {
                 val = -(5.0 + 25.0 * rng_uniform(c));
             else if (sh->decay == DECAY_WEAK)
                 val = -1e-4 * rng_uniform(c);
+            else if (sh->decay == DECAY_BURSTY) /* long memory cut by a forgetting burst 1 token in 8 */
+                val = rng_uniform(c) < 0.125 ? -(5.0 + 25.0 * rng_uniform(c)) : -1e-3 * rng_uniform(c);
             else
                 val = -A[h] * softplus(x + bias[h]);
             g[t * H + h] = (float)val;
@@ -115,6 +122,72 @@ RefInputs dn_ref_inputs(const DnData *d) {
     return in;
 }
 
+/* ---- dn_reference: one (sequence, head) pair at a time, on every core ---- */
+typedef struct {
+    const DnData *d;
+    double *o, *state_out;
+    int next, failed; /* the next pair to take; a thread without memory */
+    pthread_mutex_t lock;
+} RefJob;
+
+/* Tokens of pair (seq, h) gathered into one-head arrays, the recurrence run
+ * on them and its outputs put back in the layer's layout. */
+static void reference_pair(RefJob *job, int seq, int h, float *buf, double *o1) {
+    const DnData *d = job->d;
+    const KdnShape *s = &d->ks;
+    size_t T = (size_t)s->T, dk = (size_t)s->D_k, dv = (size_t)s->D_v, head = dk * dv;
+    float *q = buf, *k = q + T * dk, *v = k + T * dk, *g = v + T * dv, *beta = g + T;
+    int hk = ref_key_head(&d->rs, h);
+    for (size_t t = 0; t < T; t++) {
+        size_t tok = (size_t)seq * T + t;
+        memcpy(q + t * dk, d->q + (tok * s->H_k + hk) * dk, dk * sizeof(float));
+        memcpy(k + t * dk, d->k + (tok * s->H_k + hk) * dk, dk * sizeof(float));
+        memcpy(v + t * dv, d->v + (tok * s->H_v + h) * dv, dv * sizeof(float));
+        g[t] = d->g[tok * s->H_v + h];
+        beta[t] = d->beta[tok * s->H_v + h];
+    }
+    RefShape one = {s->T, 1, 1, 1, s->D_k, s->D_v, s->chunk, 0};
+    RefInputs in = {q, k, v, g, beta, d->state + ((size_t)seq * s->H_v + h) * head};
+    ref_deltanet_recurrent(&one, &in, o1, job->state_out + ((size_t)seq * s->H_v + h) * head);
+    for (size_t t = 0; t < T; t++)
+        memcpy(job->o + (((size_t)seq * T + t) * s->H_v + h) * dv, o1 + t * dv, dv * sizeof(double));
+}
+
+static void *reference_worker(void *arg) {
+    RefJob *job = arg;
+    const KdnShape *s = &job->d->ks;
+    size_t T = (size_t)s->T;
+    float *buf = malloc((T * (2 * (size_t)s->D_k + s->D_v + 2) + 1) * sizeof(float));
+    double *o1 = malloc((T * s->D_v + 1) * sizeof(double));
+    for (;;) {
+        pthread_mutex_lock(&job->lock);
+        int p = job->next++;
+        if (!buf || !o1) job->failed = 1;
+        int stop = job->failed || p >= s->n_seqs * s->H_v;
+        pthread_mutex_unlock(&job->lock);
+        if (stop) break;
+        reference_pair(job, p / s->H_v, p % s->H_v, buf, o1);
+    }
+    free(buf);
+    free(o1);
+    return NULL;
+}
+
+void dn_reference(Ctx *c, const DnData *d, double *o, double *state_out) {
+    enum { MAX_THREADS = 16 };
+    RefJob job = {d, o, state_out, 0, 0, PTHREAD_MUTEX_INITIALIZER};
+    long cores = sysconf(_SC_NPROCESSORS_ONLN), pairs = (long)d->ks.n_seqs * d->ks.H_v;
+    int n = (int)(cores < 1 ? 1 : cores > MAX_THREADS ? MAX_THREADS : cores);
+    if (n > pairs) n = (int)pairs;
+    pthread_t th[MAX_THREADS];
+    int started = 0;
+    for (; started < n; started++)
+        if (pthread_create(&th[started], NULL, reference_worker, &job) != 0) break;
+    if (started == 0) reference_worker(&job); /* no thread: this one does it all */
+    for (int i = 0; i < started; i++) pthread_join(th[i], NULL);
+    if (job.failed) test_fail(c, "out of host memory for the reference's per-head arrays");
+}
+
 double *dn_widen(Ctx *c, const float *x, size_t n) {
     double *y = host_d(c, n);
     ref_widen(x, y, n);
@@ -122,7 +195,7 @@ double *dn_widen(Ctx *c, const float *x, size_t n) {
 }
 
 void dn_describe_note(Ctx *c, const Shape *sh, const char *note) {
-    static const char *const decay[] = {"qwen", "strong", "weak"};
+    static const char *const decay[] = {"qwen", "strong", "weak", "bursty"};
     static const char *const map[] = {"tiled", "block", "both"};
     char inputs[320];
     if (tensors_load_dir())

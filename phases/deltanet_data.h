@@ -29,6 +29,11 @@ void dn_upload(Ctx *c, const DnData *d, DnDevice *dd);
  * generated and uploaded; returns the shape used. */
 Shape dn_setup(Ctx *c, const Shape *shape, DnData *d, DnDevice *dd);
 RefInputs dn_ref_inputs(const DnData *d);
+/* The token recurrence over every head of every sequence (the ground truth
+ * of a layer row): ref_deltanet_recurrent head by head, the (sequence, head)
+ * pairs spread over the host's cores; the same numbers as one call over the
+ * whole layer. o: [D_v, H_v, T, n_seqs], state_out: [D_k, D_v, H_v, n_seqs]. */
+void dn_reference(Ctx *c, const DnData *d, double *o, double *state_out);
 /* Widens a float array into a new double array owned by the test. */
 double *dn_widen(Ctx *c, const float *x, size_t n);
 /* The shape as printed on the test line. */

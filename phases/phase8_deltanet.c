@@ -3,57 +3,15 @@
 #include "phases.h"
 
 #include "deltanet_data.h"
+#include "grid.h"
+#include "layer_variants.h"
 #include "pipeline.h"
 
 #include <stdio.h>
 #include <string.h>
 
-/* One implementation of the layer: `prepare` allocates its scratch outside
- * the timed region (NULL: it needs none), `run` enqueues it. */
 typedef struct {
-    const char *label;
-    void *(*prepare)(Ctx *c, const KdnShape *s);
-    void (*prepare_footprint)(Footprint *f, const KdnShape *s); /* what prepare allocates */
-    void (*run)(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                const float *beta, const float *state_in, float *o, float *state_out);
-} Layer;
-
-static void *unfused_prepare(Ctx *c, const KdnShape *s) {
-    ChunkWork *w = (ChunkWork *)host_d(c, sizeof(ChunkWork) / sizeof(double) + 1);
-    chunk_work_alloc(c, w, s->chunk, s->D_k, s->D_v);
-    return w;
-}
-
-static void unfused_run(void *w, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                        const float *beta, const float *state_in, float *o, float *state_out) {
-    deltanet_unfused(w, s, q, k, v, g, beta, state_in, o, state_out);
-}
-
-static void recurrent_run(void *w, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                          const float *beta, const float *state_in, float *o, float *state_out) {
-    (void)w;
-    kdn_deltanet_recurrent(s, q, k, v, g, beta, state_in, o, state_out);
-}
-
-static void one_launch_run(void *w, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                      const float *beta, const float *state_in, float *o, float *state_out) {
-    (void)w;
-    kdn_deltanet_one_launch(s, q, k, v, g, beta, state_in, o, state_out);
-}
-
-static void unfused_footprint(Footprint *f, const KdnShape *s) {
-    fp_host_struct(f, sizeof(ChunkWork));
-    fp_chunk_work(f, s->chunk, s->D_k, s->D_v);
-}
-
-static const Layer UNFUSED = {"unfused", unfused_prepare, unfused_footprint, unfused_run};
-static const Layer RECURRENT = {"recurrent", NULL, NULL, recurrent_run};
-static const Layer ONE_LAUNCH = {"one_launch", NULL, NULL, one_launch_run};
-static const Layer TWO_LAUNCH = {"two_launch", two_launch_prepare, fp_two_launch_prepare, deltanet_two_launch};
-static const Layer AUTO = {"auto", two_launch_prepare, fp_two_launch_prepare, deltanet_auto};
-
-typedef struct {
-    const Layer *layer;
+    const LayerVariant *layer;
     void *scratch;
     const KdnShape *s;
     DnDevice in;
@@ -66,21 +24,20 @@ static void run_layer(void *arg) {
 }
 
 /* Enqueues `layer` on the inputs through bench_work (timed under --bench). */
-static void call_layer(Ctx *c, const Layer *layer, const DnData *d, const DnDevice *dd, float *o, float *state_out) {
+static void call_layer(Ctx *c, const LayerVariant *layer, const DnData *d, const DnDevice *dd, float *o, float *state_out) {
     LayerCall call = {layer, layer->prepare ? layer->prepare(c, &d->ks) : NULL, &d->ks, *dd, o, state_out};
     double bytes, flops;
     dn_layer_cost(&d->ks, &bytes, &flops);
-    bench_work(c, layer->label, run_layer, &call, bytes, flops);
+    bench_work(c, layer->name, run_layer, &call, bytes, flops);
 }
 
 /* Runs one layer implementation on one shape and compares with the recurrence. */
-static void check_layer(const Test *t, Ctx *c, const Shape *shape, const Layer *layer) {
+static void check_layer(const Test *t, Ctx *c, const Shape *shape, const LayerVariant *layer) {
     DnData d;
     DnDevice dd;
     Shape sh = dn_setup(c, shape, &d, &dd);
     double *o_ref = host_d(c, d.n_v), *s_ref = host_d(c, d.n_state);
-    RefInputs in = dn_ref_inputs(&d);
-    ref_deltanet_recurrent(&d.rs, &in, o_ref, s_ref);
+    dn_reference(c, &d, o_ref, s_ref);
     float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
     call_layer(c, layer, &d, &dd, o, s_out);
     dn_describe(c, &sh);
@@ -92,7 +49,7 @@ static void check_layer(const Test *t, Ctx *c, const Shape *shape, const Layer *
 }
 
 /* The row's shape with each grouped-head mapping in turn. */
-static void check_both_maps(const Test *t, Ctx *c, const Layer *layer) {
+static void check_both_maps(const Test *t, Ctx *c, const LayerVariant *layer) {
     Shape sh = t->shape;
     for (int map = HEAD_MAP_TILED; map <= HEAD_MAP_BLOCK && !test_failed(c); map++) {
         sh.head_map = map;
@@ -103,16 +60,15 @@ static void check_both_maps(const Test *t, Ctx *c, const Layer *layer) {
     dn_describe(c, &sh);
 }
 
-static void t_unfused_single(const Test *t, Ctx *c) { check_layer(t, c, &t->shape, &UNFUSED); }
-static void t_unfused_full(const Test *t, Ctx *c) { check_both_maps(t, c, &UNFUSED); }
-static void t_recurrent(const Test *t, Ctx *c) { check_both_maps(t, c, &RECURRENT); }
-static void t_one_launch(const Test *t, Ctx *c) { check_both_maps(t, c, &ONE_LAUNCH); }
-static void t_two_launch(const Test *t, Ctx *c) { check_both_maps(t, c, &TWO_LAUNCH); }
+static void t_unfused_single(const Test *t, Ctx *c) { check_layer(t, c, &t->shape, &layer_variants[LAYER_UNFUSED]); }
+/* The row's variant (its `variant` column names it in layer_variants.h) on
+ * the row's shape, both head maps. */
+static void t_layer(const Test *t, Ctx *c) { check_both_maps(t, c, layer_variant(t->variant)); }
 
 /* Two implementations on identical inputs, compared with each other: the
  * second one's outputs are the reference (each is checked against the
  * recurrence by its own rows). */
-static void agree(const Test *t, Ctx *c, const Layer *first, const Layer *second) {
+static void agree(const Test *t, Ctx *c, const LayerVariant *first, const LayerVariant *second) {
     DnData d;
     DnDevice dd;
     Shape sh = dn_setup(c, &t->shape, &d, &dd);
@@ -129,9 +85,11 @@ static void agree(const Test *t, Ctx *c, const Layer *first, const Layer *second
     expect_close(c, "state", s1, dn_widen(c, h2, d.n_state), sh.n_seqs * sh.H_v * sh.D_v, sh.D_k, t->tol);
 }
 
-static void t_fused_vs_unfused(const Test *t, Ctx *c) { agree(t, c, &ONE_LAUNCH, &UNFUSED); }
-static void t_recurrent_vs_one_launch(const Test *t, Ctx *c) { agree(t, c, &RECURRENT, &ONE_LAUNCH); }
-static void t_two_launch_vs_one_launch(const Test *t, Ctx *c) { agree(t, c, &TWO_LAUNCH, &ONE_LAUNCH); }
+/* The row's variant against the one named here. */
+static void t_vs_unfused(const Test *t, Ctx *c) { agree(t, c, layer_variant(t->variant), &layer_variants[LAYER_UNFUSED]); }
+static void t_vs_one_launch(const Test *t, Ctx *c) {
+    agree(t, c, layer_variant(t->variant), &layer_variants[LAYER_ONE_LAUNCH]);
+}
 /* The automatic choice against the reference, then its launch count: one
  * (recurrent) up to kdn_auto_recurrent_max_t() tokens, two (chunked) past it. */
 static void t_auto(const Test *row, Ctx *c) {
@@ -139,15 +97,16 @@ static void t_auto(const Test *row, Ctx *c) {
     Test copy = *row;
     copy.shape.T = kdn_auto_recurrent_max_t() + row->shape.past_split;
     const Test *t = &copy;
-    check_both_maps(t, c, &AUTO);
+    const LayerVariant *automatic = &layer_variants[LAYER_AUTO];
+    check_both_maps(t, c, automatic);
     if (test_failed(c)) return;
     DnData d;
     DnDevice dd;
     Shape sh = dn_setup(c, &t->shape, &d, &dd);
     float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
-    void *scratch = AUTO.prepare(c, &d.ks);
+    void *scratch = automatic->prepare(c, &d.ks);
     long before = kdn_launch_count();
-    AUTO.run(scratch, &d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
+    automatic->run(scratch, &d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
     long launches = kdn_launch_count() - before, want = sh.T <= kdn_auto_recurrent_max_t() ? 1 : 2;
     if (dev_sync(c) == 0 && launches != want)
         test_fail(c, "T = %d: %ld launches, want %ld (%s)", sh.T, launches, want, want == 1 ? "recurrent" : "chunked");
@@ -174,8 +133,9 @@ static void upload_tokens(Ctx *c, const DnData *d, int t0, int n, DnDevice *dd) 
     dd->beta = dev_in(c, "beta", slice_tokens(c, d->beta, s->H_v, s->T, s->n_seqs, t0, n), tok * s->H_v);
 }
 
-/* Chunked prefill of T - shape.decode_steps tokens by the one-launch kernel, then shape.decode_steps
- * decode steps of one token each by the recurrent kernel, each starting from
+/* As a model serves a prompt: the product's chunked prefill (two_launch) of
+ * T - shape.decode_steps tokens, then shape.decode_steps decode steps of one
+ * token each by the recurrent kernel, each starting from
  * the state the previous call left: the prefill outputs, every decode output
  * and the final state must equal the recurrence over all T tokens. */
 static void t_prefill_then_decode(const Test *t, Ctx *c) {
@@ -183,9 +143,9 @@ static void t_prefill_then_decode(const Test *t, Ctx *c) {
     DnData d;
     dn_generate(c, &sh, &d);
     double *o_ref = host_d(c, d.n_v), *s_ref = host_d(c, d.n_state);
-    RefInputs in = dn_ref_inputs(&d);
-    ref_deltanet_recurrent(&d.rs, &in, o_ref, s_ref);
+    dn_reference(c, &d, o_ref, s_ref);
     dn_describe(c, &sh);
+    const LayerVariant *prefill_path = &layer_variants[LAYER_TWO_LAUNCH], *decode_path = &layer_variants[LAYER_RECURRENT];
     int decode = t->shape.decode_steps < sh.T ? t->shape.decode_steps : sh.T - 1, prefill = sh.T - decode; /* --set may shorten T */
     float *state = dev_in(c, "state_in", d.state, d.n_state);
     DnDevice dd;
@@ -194,7 +154,7 @@ static void t_prefill_then_decode(const Test *t, Ctx *c) {
     upload_tokens(c, &d, 0, prefill, &dd);
     float *o = dev_out(c, "o_prefill", (size_t)prefill * sh.n_seqs * sh.H_v * sh.D_v);
     float *next = dev_out(c, "state_prefill", d.n_state);
-    kdn_deltanet_one_launch(&ks, dd.q, dd.k, dd.v, dd.g, dd.beta, state, o, next);
+    prefill_path->run(prefill_path->prepare(c, &ks), &ks, dd.q, dd.k, dd.v, dd.g, dd.beta, state, o, next);
     size_t o_tok = (size_t)sh.H_v * sh.D_v;
     double *want_prefill = host_d(c, o_tok * prefill * sh.n_seqs);
     for (int s = 0; s < sh.n_seqs; s++)
@@ -210,7 +170,7 @@ static void t_prefill_then_decode(const Test *t, Ctx *c) {
         next = dev_out(c, "state_decode", d.n_state);
         float *o1 = dev_out(c, "o_decode", o_tok * sh.n_seqs);
         upload_tokens(c, &d, prefill + step, 1, &dd);
-        kdn_deltanet_recurrent(&ks, dd.q, dd.k, dd.v, dd.g, dd.beta, state, o1, next);
+        decode_path->run(NULL, &ks, dd.q, dd.k, dd.v, dd.g, dd.beta, state, o1, next);
         if (dev_sync(c) != 0) return;
         download(c, o_dec, o1, o_tok * sh.n_seqs);
         for (int s = 0; s < sh.n_seqs; s++)
@@ -221,11 +181,13 @@ static void t_prefill_then_decode(const Test *t, Ctx *c) {
     if (!test_failed(c)) expect_close(c, "state", next, s_ref, sh.n_seqs * sh.H_v * sh.D_v, sh.D_k, t->tol);
 }
 
-/* Shapes the fused kernel cannot run must be refused with a message naming
- * it, and nothing written: C = 128 (its keys alone would need 66 KB of LDS),
- * a chunk that does not split into the kernel's tiles, D_k > 128. */
+/* Shapes the one-launch kernel cannot run must be refused with a message
+ * naming it, and nothing written: C = 128 (its keys alone would need 66 KB of
+ * LDS), a chunk that does not split into the kernel's tiles, D_k > 128. Its
+ * entry in layer_variants.h must say so too (the grid skips by it). */
 static void t_one_launch_refuses(const Test *t, Ctx *c) {
     static const int bad[][2] = {{128, 128}, {48, 64}, {64, 192}}; /* {chunk, D_k} */
+    const LayerVariant *v = &layer_variants[LAYER_ONE_LAUNCH];
     for (size_t i = 0; i < sizeof bad / sizeof bad[0] && !test_failed(c); i++) {
         Shape sh = t->shape;
         sh.chunk = bad[i][0];
@@ -234,69 +196,19 @@ static void t_one_launch_refuses(const Test *t, Ctx *c) {
         DnDevice dd;
         dn_generate(c, &sh, &d);
         dn_upload(c, &d, &dd);
-        float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
-        kdn_deltanet_one_launch(&d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
-        const char *why = kdn_sync();
-        if (!why || !strstr(why, "kernel_deltanet_one_launch")) {
-            test_fail(c, "chunk %d, D_k %d: not refused", sh.chunk, sh.D_k);
-            return;
-        }
-        /* written[e] = 1 where o[e] lost the NaN it started with; must be 0 */
-        float *written = host_f(c, d.n_v);
-        double *none = host_d(c, d.n_v);
-        download(c, written, o, d.n_v);
-        for (size_t e = 0; e < d.n_v; e++) {
-            written[e] = written[e] == written[e];
-            none[e] = 0.0;
-        }
-        expect_close_host(c, "o elements written", written, none, sh.T * sh.n_seqs * sh.H_v, sh.D_v, t->tol);
+        if (!v->refuses(&d.ks)) test_fail(c, "chunk %d, D_k %d: layer_variants.h says one_launch takes it", sh.chunk, sh.D_k);
+        expect_refused(c, v, &d.ks, &dd, d.n_v, t->tol);
     }
     set_shape_desc(c, "C=128 Dk=128 | C=48 Dk=64 | C=64 Dk=192 (T=%d B=%d Hk=%d Hv=%d Dv=%d)", t->shape.T,
                    t->shape.n_seqs, t->shape.H_k, t->shape.H_v, t->shape.D_v);
 }
 
 /* ---- the comparison view (--bench --test 'compare_*') --------------------
- * The unfused pipeline, the recurrent and the fused kernel on the same
- * Qwen3-Next-sized inputs, each timed through bench_work. Each is checked
- * against the double-precision recurrence on two heads (the first of the
- * first sequence, the last of the last: the recurrence over every head of
- * T = 16384, B = 4 would take minutes on the host), and on every head against
- * the one-launch kernel, itself checked against the reference on all heads by the
- * rows above. */
-static void check_heads(const Test *t, Ctx *c, const DnData *d, const char *label, const float *o_dev,
-                        const float *s_dev) {
-    const Shape one = {.T = d->ks.T, .n_seqs = 1, .H_k = 1, .H_v = 1, .D_k = d->ks.D_k, .D_v = d->ks.D_v,
-                       .chunk = d->ks.chunk};
-    const KdnShape *s = &d->ks;
-    const int picks[2][2] = {{0, 0}, {s->n_seqs - 1, s->H_v - 1}};
-    float *o = host_f(c, d->n_v), *st = host_f(c, d->n_state);
-    download(c, o, o_dev, d->n_v);
-    download(c, st, s_dev, d->n_state);
-    size_t dk = s->D_k, dv = s->D_v, T = s->T, head = dk * dv;
-    for (int p = 0; p < 2 && !test_failed(c); p++) {
-        int seq = picks[p][0], h = picks[p][1], hk = ref_key_head(&d->rs, h);
-        float *q = host_f(c, T * dk), *k = host_f(c, T * dk), *v = host_f(c, T * dv), *g = host_f(c, T),
-              *beta = host_f(c, T), *got = host_f(c, T * dv);
-        for (size_t t0 = 0; t0 < T; t0++) {
-            size_t tok = (size_t)seq * T + t0;
-            memcpy(q + t0 * dk, d->q + (tok * s->H_k + hk) * dk, dk * sizeof(float));
-            memcpy(k + t0 * dk, d->k + (tok * s->H_k + hk) * dk, dk * sizeof(float));
-            memcpy(v + t0 * dv, d->v + (tok * s->H_v + h) * dv, dv * sizeof(float));
-            memcpy(got + t0 * dv, o + (tok * s->H_v + h) * dv, dv * sizeof(float));
-            g[t0] = d->g[tok * s->H_v + h];
-            beta[t0] = d->beta[tok * s->H_v + h];
-        }
-        RefShape rs = {one.T, 1, 1, 1, one.D_k, one.D_v, one.chunk, 0};
-        RefInputs in = {q, k, v, g, beta, d->state + ((size_t)seq * s->H_v + h) * head};
-        double *o_ref = host_d(c, T * dv), *s_ref = host_d(c, head);
-        ref_deltanet_recurrent(&rs, &in, o_ref, s_ref);
-        char what[64];
-        snprintf(what, sizeof what, "%s o (seq %d, head %d)", label, seq, h);
-        expect_close_host(c, what, got, o_ref, (int)T, (int)dv, t->tol);
-        snprintf(what, sizeof what, "%s state (seq %d, head %d)", label, seq, h);
-        expect_close_host(c, what, st + ((size_t)seq * s->H_v + h) * head, s_ref, (int)dv, (int)dk, t->tol);
-    }
-}
+ * Every layer variant (layer_variants.h) on the same Qwen3-Next-sized inputs,
+ * each timed through bench_work and each checked against the double-precision
+ * recurrence on every head of every sequence (dn_reference: the pairs spread
+ * over the host's cores; at T = 16384, B = 4 that is 3.4e10 multiply-adds).
+ * A variant that refuses the shape is said so on the line and not run. */
 
 /* Decode bandwidth references for the T = 1 rows (docs/performance.md):
  * state_copy is the runtime's device-to-device copy of the state (read and
@@ -352,31 +264,32 @@ static void t_compare(const Test *t, Ctx *c) {
     DnDevice dd;
     dn_generate(c, &sh, &d);
     dn_upload(c, &d, &dd);
-    static const Layer *const impls[] = {&UNFUSED, &RECURRENT, &TWO_LAUNCH, &AUTO, &ONE_LAUNCH};
-    enum { N_IMPL = sizeof impls / sizeof impls[0] };
-    float *o[N_IMPL], *st[N_IMPL];
-    for (int i = 0; i < N_IMPL && !test_failed(c); i++) {
-        o[i] = dev_out(c, "o", d.n_v);
-        st[i] = dev_out(c, "state_out", d.n_state);
-        call_layer(c, impls[i], &d, &dd, o[i], st[i]);
-        if (dev_sync(c) == 0) check_heads(t, c, &d, impls[i]->label, o[i], st[i]);
-    }
-    double *o_one_launch = NULL, *s_one_launch = NULL;
-    if (!test_failed(c)) {
-        float *tmp = host_f(c, d.n_v > d.n_state ? d.n_v : d.n_state);
-        download(c, tmp, o[N_IMPL - 1], d.n_v);
-        o_one_launch = dn_widen(c, tmp, d.n_v);
-        download(c, tmp, st[N_IMPL - 1], d.n_state);
-        s_one_launch = dn_widen(c, tmp, d.n_state);
-    }
-    for (int i = 0; i < N_IMPL - 1 && o_one_launch; i++) {
-        expect_close(c, impls[i]->label, o[i], o_one_launch, sh.T * sh.n_seqs * sh.H_v, sh.D_v, t->tol);
-        expect_close(c, impls[i]->label, st[i], s_one_launch, sh.n_seqs * sh.H_v * sh.D_v, sh.D_k, t->tol);
+    double *o_ref = host_d(c, d.n_v), *s_ref = host_d(c, d.n_state);
+    dn_reference(c, &d, o_ref, s_ref);
+    char refused[160] = "";
+    for (int i = 0; i < LAYER_VARIANT_COUNT && !test_failed(c); i++) {
+        const LayerVariant *v = &layer_variants[i];
+        const char *why = v->refuses(&d.ks);
+        if (why) {
+            size_t used = strlen(refused);
+            snprintf(refused + used, sizeof refused - used, "; %s refuses: %s", v->name, why);
+            continue;
+        }
+        float *o = dev_out(c, "o", d.n_v), *st = dev_out(c, "state_out", d.n_state);
+        call_layer(c, v, &d, &dd, o, st);
+        if (dev_sync(c) != 0) return;
+        char what[64];
+        snprintf(what, sizeof what, "%s o", v->name);
+        expect_close(c, what, o, o_ref, sh.T * sh.n_seqs * sh.H_v, sh.D_v, t->tol);
+        snprintf(what, sizeof what, "%s state", v->name);
+        expect_close(c, what, st, s_ref, sh.n_seqs * sh.H_v * sh.D_v, sh.D_k, t->tol);
     }
     if (!test_failed(c) && sh.T == 1) bench_decode_references(c, &d, &dd);
-    char note[64] = "";
+    char note[256] = "";
     if (sh.T != t->shape.T || sh.n_seqs != t->shape.n_seqs)
         snprintf(note, sizeof note, " (CPU build; row: T=%d B=%d)", t->shape.T, t->shape.n_seqs);
+    size_t used = strlen(note);
+    snprintf(note + used, sizeof note - used, "%s", refused);
     dn_describe_note(c, &sh, note);
 }
 
@@ -386,52 +299,52 @@ static void t_compare(const Test *t, Ctx *c) {
 
 static const Test tests[] = {
     {8, "deltanet_single_chunk", "unfused", TOL_CHUNK, {QWEN(64, 1), .state = 1}, t_unfused_single},
-    {8, "deltanet_full", "unfused", TOL_CHUNK, {QWEN(200, 2), .state = 1}, t_unfused_full},
+    {8, "deltanet_full", "unfused", TOL_CHUNK, {QWEN(200, 2), .state = 1}, t_layer},
     /* token-recurrent kernel: decode (T = 1), a short prompt, odd sizes */
-    {8, "recurrent_decode", "recurrent", TOL_CHUNK, {QWEN(1, 4), .state = 1}, t_recurrent},
-    {8, "recurrent_prompt", "recurrent", TOL_CHUNK, {QWEN(130, 2), .state = 1}, t_recurrent},
+    {8, "recurrent_decode", "recurrent", TOL_CHUNK, {QWEN(1, 4), .state = 1}, t_layer},
+    {8, "recurrent_prompt", "recurrent", TOL_CHUNK, {QWEN(130, 2), .state = 1}, t_layer},
     {8, "recurrent_odd_dims", "recurrent", TOL_CHUNK,
-     {.T = 37, .n_seqs = 3, .H_k = 2, .H_v = 6, .D_k = 72, .D_v = 40, .chunk = 64, .state = 1}, t_recurrent},
-    {8, "recurrent_strong_decay", "recurrent", TOL_CHUNK, {QWEN(70, 1), .decay = DECAY_STRONG, .state = 1}, t_recurrent},
+     {.T = 37, .n_seqs = 3, .H_k = 2, .H_v = 6, .D_k = 72, .D_v = 40, .chunk = 64, .state = 1}, t_layer},
+    {8, "recurrent_strong_decay", "recurrent", TOL_CHUNK, {QWEN(70, 1), .decay = DECAY_STRONG, .state = 1}, t_layer},
     /* D_k not a multiple of 4: the single-row fallback of the 16-byte row runs */
     {8, "recurrent_dk_not4", "recurrent", TOL_CHUNK,
-     {.T = 9, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 70, .D_v = 24, .chunk = 64, .state = 1}, t_recurrent},
+     {.T = 9, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 70, .D_v = 24, .chunk = 64, .state = 1}, t_layer},
     /* one-launch chunked kernel: T around the chunk size, ragged tails, grouped
      * heads H_v/H_k = 1..4, decay extremes, chunk 32, odd dimensions */
-    {8, "one_launch_T1", "one_launch", TOL_CHUNK, {QWEN(1, 2), .state = 1}, t_one_launch},
-    {8, "one_launch_T63", "one_launch", TOL_CHUNK, {QWEN(63, 1), .state = 1}, t_one_launch},
-    {8, "one_launch_T64", "one_launch", TOL_CHUNK, {QWEN(64, 1), .state = 1}, t_one_launch},
-    {8, "one_launch_T65", "one_launch", TOL_CHUNK, {QWEN(65, 1), .state = 1}, t_one_launch},
-    {8, "one_launch_ragged", "one_launch", TOL_CHUNK, {QWEN(300, 3), .state = 1}, t_one_launch},
-    {8, "one_launch_gqa1", "one_launch", TOL_CHUNK, {HEADS(100, 1, 8, 8, 64), .state = 1}, t_one_launch},
-    {8, "one_launch_gqa3", "one_launch", TOL_CHUNK, {HEADS(100, 2, 2, 6, 64), .state = 1}, t_one_launch},
-    {8, "one_launch_gqa4", "one_launch", TOL_CHUNK, {HEADS(100, 1, 4, 16, 64), .state = 1}, t_one_launch},
-    {8, "one_launch_strong_decay", "one_launch", TOL_CHUNK, {QWEN(150, 1), .decay = DECAY_STRONG, .state = 1}, t_one_launch},
-    {8, "one_launch_weak_decay", "one_launch", TOL_CHUNK, {QWEN(150, 1), .decay = DECAY_WEAK, .state = 1}, t_one_launch},
-    {8, "one_launch_chunk32", "one_launch", TOL_CHUNK, {HEADS(150, 2, 16, 32, 32), .state = 1}, t_one_launch},
-    {8, "one_launch_chunk32_T31", "one_launch", TOL_CHUNK, {HEADS(31, 1, 16, 32, 32), .state = 1}, t_one_launch},
-    {8, "one_launch_chunk32_T32", "one_launch", TOL_CHUNK, {HEADS(32, 1, 16, 32, 32), .state = 1}, t_one_launch},
-    {8, "one_launch_chunk32_T33", "one_launch", TOL_CHUNK, {HEADS(33, 2, 16, 32, 32), .state = 1}, t_one_launch},
+    {8, "one_launch_T1", "one_launch", TOL_CHUNK, {QWEN(1, 2), .state = 1}, t_layer},
+    {8, "one_launch_T63", "one_launch", TOL_CHUNK, {QWEN(63, 1), .state = 1}, t_layer},
+    {8, "one_launch_T64", "one_launch", TOL_CHUNK, {QWEN(64, 1), .state = 1}, t_layer},
+    {8, "one_launch_T65", "one_launch", TOL_CHUNK, {QWEN(65, 1), .state = 1}, t_layer},
+    {8, "one_launch_ragged", "one_launch", TOL_CHUNK, {QWEN(300, 3), .state = 1}, t_layer},
+    {8, "one_launch_gqa1", "one_launch", TOL_CHUNK, {HEADS(100, 1, 8, 8, 64), .state = 1}, t_layer},
+    {8, "one_launch_gqa3", "one_launch", TOL_CHUNK, {HEADS(100, 2, 2, 6, 64), .state = 1}, t_layer},
+    {8, "one_launch_gqa4", "one_launch", TOL_CHUNK, {HEADS(100, 1, 4, 16, 64), .state = 1}, t_layer},
+    {8, "one_launch_strong_decay", "one_launch", TOL_CHUNK, {QWEN(150, 1), .decay = DECAY_STRONG, .state = 1}, t_layer},
+    {8, "one_launch_weak_decay", "one_launch", TOL_CHUNK, {QWEN(150, 1), .decay = DECAY_WEAK, .state = 1}, t_layer},
+    {8, "one_launch_chunk32", "one_launch", TOL_CHUNK, {HEADS(150, 2, 16, 32, 32), .state = 1}, t_layer},
+    {8, "one_launch_chunk32_T31", "one_launch", TOL_CHUNK, {HEADS(31, 1, 16, 32, 32), .state = 1}, t_layer},
+    {8, "one_launch_chunk32_T32", "one_launch", TOL_CHUNK, {HEADS(32, 1, 16, 32, 32), .state = 1}, t_layer},
+    {8, "one_launch_chunk32_T33", "one_launch", TOL_CHUNK, {HEADS(33, 2, 16, 32, 32), .state = 1}, t_layer},
     {8, "one_launch_c32_strong_decay", "one_launch", TOL_CHUNK,
-     {HEADS(100, 1, 16, 32, 32), .decay = DECAY_STRONG, .state = 1}, t_one_launch},
+     {HEADS(100, 1, 16, 32, 32), .decay = DECAY_STRONG, .state = 1}, t_layer},
     /* an initial state 1000x larger (outputs in the thousands): correct kernels
      * must pass, as the element bound scales with the output's RMS */
-    {8, "recurrent_state_x1000", "recurrent", TOL_CHUNK, {QWEN(70, 1), .state = 1000}, t_recurrent},
-    {8, "one_launch_state_x1000", "one_launch", TOL_CHUNK, {QWEN(150, 1), .decay = DECAY_WEAK, .state = 1000}, t_one_launch},
-    {8, "two_launch_state_x1000", "two_launch", TOL_CHUNK, {QWEN(130, 1), .decay = DECAY_WEAK, .state = 1000}, t_two_launch},
+    {8, "recurrent_state_x1000", "recurrent", TOL_CHUNK, {QWEN(70, 1), .state = 1000}, t_layer},
+    {8, "one_launch_state_x1000", "one_launch", TOL_CHUNK, {QWEN(150, 1), .decay = DECAY_WEAK, .state = 1000}, t_layer},
+    {8, "two_launch_state_x1000", "two_launch", TOL_CHUNK, {QWEN(130, 1), .decay = DECAY_WEAK, .state = 1000}, t_layer},
     {8, "one_launch_odd_dims", "one_launch", TOL_CHUNK,
-     {.T = 77, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 72, .D_v = 40, .chunk = 64, .state = 1}, t_one_launch},
-    {8, "one_launch_vs_unfused", "one_launch", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_fused_vs_unfused},
-    {8, "recurrent_vs_one_launch", "recurrent", TOL_CHUNK, {QWEN(64, 2), .state = 1}, t_recurrent_vs_one_launch},
-    {8, "prefill_then_decode", "one_launch", TOL_CHUNK, {QWEN(100, 2), .decode_steps = 4, .state = 1}, t_prefill_then_decode},
+     {.T = 77, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 72, .D_v = 40, .chunk = 64, .state = 1}, t_layer},
+    {8, "one_launch_vs_unfused", "one_launch", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_vs_unfused},
+    {8, "recurrent_vs_one_launch", "recurrent", TOL_CHUNK, {QWEN(64, 2), .state = 1}, t_vs_one_launch},
+    {8, "prefill_then_decode", "two_launch", TOL_CHUNK, {QWEN(100, 2), .decode_steps = 4, .state = 1}, t_prefill_then_decode},
     {8, "one_launch_refuses", "one_launch", TOL_EXACT, {.T = 10, .n_seqs = 1, .H_k = 1, .H_v = 2, .D_v = 16, .state = 1},
      t_one_launch_refuses},
     /* the two-launch form: chunk-parallel intra-chunk kernel, then the state pass */
-    {8, "two_launch_ragged", "two_launch", TOL_CHUNK, {QWEN(200, 2), .state = 1}, t_two_launch},
-    {8, "two_launch_T1", "two_launch", TOL_CHUNK, {QWEN(1, 2), .state = 1}, t_two_launch},
-    {8, "two_launch_gqa3_c32", "two_launch", TOL_CHUNK, {HEADS(100, 2, 2, 6, 32), .state = 1}, t_two_launch},
-    {8, "two_launch_strong_decay", "two_launch", TOL_CHUNK, {QWEN(130, 1), .decay = DECAY_STRONG, .state = 1}, t_two_launch},
-    {8, "two_launch_vs_one_launch", "two_launch", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_two_launch_vs_one_launch},
+    {8, "two_launch_ragged", "two_launch", TOL_CHUNK, {QWEN(200, 2), .state = 1}, t_layer},
+    {8, "two_launch_T1", "two_launch", TOL_CHUNK, {QWEN(1, 2), .state = 1}, t_layer},
+    {8, "two_launch_gqa3_c32", "two_launch", TOL_CHUNK, {HEADS(100, 2, 2, 6, 32), .state = 1}, t_layer},
+    {8, "two_launch_strong_decay", "two_launch", TOL_CHUNK, {QWEN(130, 1), .decay = DECAY_STRONG, .state = 1}, t_layer},
+    {8, "two_launch_vs_one_launch", "two_launch", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_vs_one_launch},
     /* the automatic choice on each side of kdn_auto_recurrent_max_t() (T = split + past_split) */
     {8, "auto_short", "auto", TOL_CHUNK, {QWEN(0, 2), .past_split = 0, .state = 1}, t_auto},
     {8, "auto_long", "auto", TOL_CHUNK, {QWEN(0, 2), .past_split = 1, .state = 1}, t_auto},
@@ -448,17 +361,16 @@ static const Test tests[] = {
     {8, "compare_T4096_B4", "all", TOL_CHUNK, {QWEN(4096, 4), .state = 1}, t_compare},
     {8, "compare_T16384_B1", "all", TOL_CHUNK, {QWEN(16384, 1), .state = 1}, t_compare},
     {8, "compare_T16384_B4", "all", TOL_CHUNK, {QWEN(16384, 4), .state = 1}, t_compare},
+/* the generated grid (phases/grid.c), one row per variant */
+#define GRID_ROW(id, name) {8, "grid_" #name, #name, TOL_CHUNK, {.state = 1}, t_grid},
+    LAYER_VARIANTS(GRID_ROW)
+#undef GRID_ROW
 };
 
 /* ---- footprints: the arrays above, by test ---- */
-static void fp_call_layer(Footprint *f, const Layer *layer, const DnData *d) {
-    if (layer->prepare_footprint) layer->prepare_footprint(f, &d->ks);
-    f->dev_flops += dn_layer_flops(d);
-}
-
 static size_t larger(size_t a, size_t b) { return a > b ? a : b; }
 
-static void fp_check_layer(Footprint *f, const Shape *shape, const Layer *layer) {
+static void fp_check_layer(Footprint *f, const Shape *shape, const LayerVariant *layer) {
     Shape sh;
     DnData d = fp_dn_setup(f, shape, &sh);
     fp_host_d(f, d.n_v), fp_host_d(f, d.n_state), fp_dev(f, d.n_v), fp_dev(f, d.n_state);
@@ -468,11 +380,11 @@ static void fp_check_layer(Footprint *f, const Shape *shape, const Layer *layer)
     f->ref_flops += dn_recurrence_flops(&d);
 }
 
-static void fp_both_maps(Footprint *f, const Shape *shape, const Layer *layer) {
+static void fp_both_maps(Footprint *f, const Shape *shape, const LayerVariant *layer) {
     for (int map = HEAD_MAP_TILED; map <= HEAD_MAP_BLOCK; map++) fp_check_layer(f, shape, layer);
 }
 
-static void fp_agree(Footprint *f, const Test *t, const Layer *first, const Layer *second) {
+static void fp_agree(Footprint *f, const Test *t, const LayerVariant *first, const LayerVariant *second) {
     Shape sh;
     DnData d = fp_dn_setup(f, &t->shape, &sh);
     for (int i = 0; i < 4; i++) fp_dev(f, i % 2 ? d.n_state : d.n_v);
@@ -482,13 +394,14 @@ static void fp_agree(Footprint *f, const Test *t, const Layer *first, const Laye
 }
 
 static void fp_auto(Footprint *f, const Test *t) {
+    const LayerVariant *automatic = &layer_variants[LAYER_AUTO];
     Shape shape = t->shape;
     shape.T = kdn_auto_recurrent_max_t() + t->shape.past_split;
-    fp_both_maps(f, &shape, &AUTO);
+    fp_both_maps(f, &shape, automatic);
     Shape sh;
     DnData d = fp_dn_setup(f, &shape, &sh);
     fp_dev(f, d.n_v), fp_dev(f, d.n_state);
-    fp_call_layer(f, &AUTO, &d);
+    fp_call_layer(f, automatic, &d);
 }
 
 static void fp_upload_tokens(Footprint *f, const DnData *d, int n) {
@@ -506,13 +419,17 @@ static void fp_prefill_then_decode(Footprint *f, const Test *t) {
     int decode = t->shape.decode_steps < sh.T ? t->shape.decode_steps : sh.T - 1, prefill = sh.T - decode;
     size_t o_tok = (size_t)sh.H_v * sh.D_v, seqs = (size_t)sh.n_seqs;
     fp_dev(f, d.n_state), fp_upload_tokens(f, &d, prefill);
-    fp_dev(f, (size_t)prefill * seqs * o_tok), fp_dev(f, d.n_state), fp_host_d(f, o_tok * prefill * seqs);
+    fp_dev(f, (size_t)prefill * seqs * o_tok), fp_dev(f, d.n_state);
+    KdnShape ks = d.ks;
+    ks.T = prefill;
+    fp_two_launch_prepare(f, &ks); /* the prefill's scratch */
+    fp_host_d(f, o_tok * prefill * seqs);
     fp_host_f(f, o_tok * seqs), fp_host_d(f, o_tok * seqs);
     for (int step = 0; step < decode; step++) fp_dev(f, d.n_state), fp_dev(f, o_tok * seqs), fp_upload_tokens(f, &d, 1);
     fp_compare(f, larger((size_t)prefill * seqs * o_tok, d.n_state));
 }
 
-static void fp_fused_refuses(Footprint *f, const Test *t) {
+static void fp_one_launch_refuses(Footprint *f, const Test *t) {
     static const int bad[][2] = {{128, 128}, {48, 64}, {64, 192}}; /* t_one_launch_refuses' */
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         Shape sh = t->shape;
@@ -520,7 +437,7 @@ static void fp_fused_refuses(Footprint *f, const Test *t) {
         sh.D_k = bad[i][1];
         DnData d = fp_dn_generate(f, &sh);
         fp_dn_upload(f, &d);
-        fp_dev(f, d.n_v), fp_dev(f, d.n_state), fp_host_f(f, d.n_v), fp_host_d(f, d.n_v);
+        fp_expect_refused(f, &layer_variants[LAYER_ONE_LAUNCH], &d);
     }
 }
 
@@ -530,40 +447,26 @@ static void fp_compare_view(Footprint *f, const Test *t) {
     if (is_cpu_backend() && sh.n_seqs > 4) sh.n_seqs = 4;
     DnData d = fp_dn_generate(f, &sh);
     fp_dn_upload(f, &d);
-    size_t T = (size_t)sh.T, dk = (size_t)sh.D_k, dv = (size_t)sh.D_v;
-    for (int i = 0; i < 5; i++) { /* t_compare's impls[], each checked on two heads */
-        static const Layer *const impls[] = {&UNFUSED, &RECURRENT, &TWO_LAUNCH, &AUTO, &ONE_LAUNCH};
+    fp_host_d(f, d.n_v), fp_host_d(f, d.n_state);
+    f->ref_flops += dn_recurrence_flops(&d);
+    for (int i = 0; i < LAYER_VARIANT_COUNT; i++) { /* t_compare: every variant that takes the shape */
+        if (layer_variants[i].refuses(&d.ks)) continue;
         fp_dev(f, d.n_v), fp_dev(f, d.n_state);
-        fp_call_layer(f, impls[i], &d);
-        fp_host_f(f, d.n_v), fp_host_f(f, d.n_state);
-        for (int p = 0; p < 2; p++) {
-            fp_host_f(f, T * dk), fp_host_f(f, T * dk), fp_host_f(f, T * dv), fp_host_f(f, T), fp_host_f(f, T);
-            fp_host_f(f, T * dv), fp_host_d(f, T * dv), fp_host_d(f, dk * dv);
-            f->ref_flops += 8.0 * (double)(T * dk * dv);
-        }
+        fp_call_layer(f, &layer_variants[i], &d);
     }
-    fp_host_f(f, larger(d.n_v, d.n_state)), fp_host_d(f, d.n_v), fp_host_d(f, d.n_state);
     fp_compare(f, larger(d.n_v, d.n_state));
     if (sh.T == 1) fp_dev(f, d.n_v), fp_dev(f, 2 * (size_t)(sh.n_seqs == 1 ? DECODE_LAYERS : 1) * d.n_state);
 }
 
 static void footprint(const Test *t, Footprint *f) {
-    const struct {
-        void (*run)(const Test *, Ctx *);
-        const Layer *layer;
-    } both_maps[] = {{t_unfused_full, &UNFUSED}, {t_recurrent, &RECURRENT}, {t_one_launch, &ONE_LAUNCH}, {t_two_launch, &TWO_LAUNCH}};
-    for (size_t i = 0; i < sizeof both_maps / sizeof both_maps[0]; i++)
-        if (t->run == both_maps[i].run) {
-            fp_both_maps(f, &t->shape, both_maps[i].layer);
-            return;
-        }
-    if (t->run == t_unfused_single) fp_check_layer(f, &t->shape, &UNFUSED);
-    else if (t->run == t_fused_vs_unfused) fp_agree(f, t, &ONE_LAUNCH, &UNFUSED);
-    else if (t->run == t_recurrent_vs_one_launch) fp_agree(f, t, &RECURRENT, &ONE_LAUNCH);
-    else if (t->run == t_two_launch_vs_one_launch) fp_agree(f, t, &TWO_LAUNCH, &ONE_LAUNCH);
+    if (t->run == t_layer) fp_both_maps(f, &t->shape, layer_variant(t->variant));
+    else if (t->run == t_unfused_single) fp_check_layer(f, &t->shape, &layer_variants[LAYER_UNFUSED]);
+    else if (t->run == t_vs_unfused) fp_agree(f, t, layer_variant(t->variant), &layer_variants[LAYER_UNFUSED]);
+    else if (t->run == t_vs_one_launch) fp_agree(f, t, layer_variant(t->variant), &layer_variants[LAYER_ONE_LAUNCH]);
     else if (t->run == t_auto) fp_auto(f, t);
     else if (t->run == t_prefill_then_decode) fp_prefill_then_decode(f, t);
-    else if (t->run == t_one_launch_refuses) fp_fused_refuses(f, t);
+    else if (t->run == t_one_launch_refuses) fp_one_launch_refuses(f, t);
+    else if (t->run == t_grid) fp_grid(t, f);
     else fp_compare_view(f, t);
 }
 

@@ -61,6 +61,12 @@ test-race:
 	    { cat build/cpu-race/race.out; exit 1; }
 	@echo "race: product kernels, every LDS access checked: $$(tail -n 1 build/cpu-race/race.out)"
 
+# The whole generated grid (phases/grid.c, KDN_GRID=full; 48384 cases per layer variant: docs/ci.md's
+# nightly job, GRID=I/N for shard I of N): make test runs its 12-case subset per variant.
+.PHONY: test-grid
+test-grid: build/$(BACKEND)/test_deltanet
+	@KDN_GRID=full$(if $(GRID),:$(GRID)) build/$(BACKEND)/test_deltanet --test 'grid_*'
+
 # All planted faults (tests/mutate.sh --all; tens of minutes): docs/ci.md's nightly job.
 mutate:
 	@sh tests/mutate.sh --all

@@ -1,0 +1,112 @@
+/* The layer variants (layer_variants.h): each implementation's entry
+ * points, scratch and the shapes it documents refusing. */
+#include "layer_variants.h"
+
+#include "pipeline.h"
+
+#include <string.h>
+
+static void *unfused_prepare(Ctx *c, const KdnShape *s) {
+    ChunkWork *w = (ChunkWork *)host_d(c, sizeof(ChunkWork) / sizeof(double) + 1);
+    chunk_work_alloc(c, w, s->chunk, s->D_k, s->D_v);
+    return w;
+}
+
+static void unfused_run(void *w, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                        const float *beta, const float *state_in, float *o, float *state_out) {
+    deltanet_unfused(w, s, q, k, v, g, beta, state_in, o, state_out);
+}
+
+static void unfused_footprint(Footprint *f, const KdnShape *s) {
+    fp_host_struct(f, sizeof(ChunkWork));
+    fp_chunk_work(f, s->chunk, s->D_k, s->D_v);
+}
+
+static void recurrent_run(void *w, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                          const float *beta, const float *state_in, float *o, float *state_out) {
+    (void)w;
+    kdn_deltanet_recurrent(s, q, k, v, g, beta, state_in, o, state_out);
+}
+
+static void one_launch_run(void *w, const KdnShape *s, const float *q, const float *k, const float *v,
+                           const float *g, const float *beta, const float *state_in, float *o, float *state_out) {
+    (void)w;
+    kdn_deltanet_one_launch(s, q, k, v, g, beta, state_in, o, state_out);
+}
+
+/* What every kernel refuses: a block map whose heads do not group. */
+static const char *ungrouped(const KdnShape *s) {
+    return s->head_map == HEAD_MAP_BLOCK && s->H_v % s->H_k != 0 ? "block head map with H_v not a multiple of H_k"
+                                                                  : NULL;
+}
+
+static const char *recurrent_refuses(const KdnShape *s) {
+    return s->D_k > 256 ? "D_k > 256 (docs/kernels.md)" : ungrouped(s);
+}
+
+/* The chunked kernels (one- and two-launch) stage a chunk's keys in 64 KB of LDS. */
+static const char *chunked_refuses(const KdnShape *s) {
+    if (s->D_k > 128) return "D_k > 128 (a chunk's keys would not fit in 64 KB of LDS)";
+    if (s->chunk != 32 && s->chunk != 64) return "chunk other than 32 or 64";
+    return ungrouped(s);
+}
+
+static const char *auto_refuses(const KdnShape *s) {
+    return s->T <= kdn_auto_recurrent_max_t() ? recurrent_refuses(s) : chunked_refuses(s);
+}
+
+const LayerVariant layer_variants[LAYER_VARIANT_COUNT] = {
+    [LAYER_UNFUSED] = {"unfused", "the seed ladder's pipeline: one small kernel per step, chunk by chunk and head by head",
+                       "deltanet_unfused (phases/pipeline.c)", unfused_prepare, unfused_footprint, unfused_run, ungrouped},
+    [LAYER_RECURRENT] = {"recurrent", "the token-recurrent kernel: one launch, O(T) steps per state column",
+                         "kdn_deltanet_recurrent (kernels/deltanet_recurrent.cpp)", NULL, NULL, recurrent_run,
+                         recurrent_refuses},
+    [LAYER_TWO_LAUNCH] = {"two_launch",
+                          "the product's chunked prefill: every chunk's intra-chunk quantities at once, then the "
+                          "state pass",
+                          "kdn_deltanet_two_launch = kdn_two_launch_intra + kdn_two_launch_state "
+                          "(kernels/deltanet_two_launch.cpp)",
+                          two_launch_prepare, fp_two_launch_prepare, deltanet_two_launch, chunked_refuses},
+    [LAYER_AUTO] = {"auto", "the library's choice: recurrent up to kdn_auto_recurrent_max_t() tokens, else two_launch",
+                    "kdn_deltanet_auto (kernels/gated_delta_net.c)", two_launch_prepare, fp_two_launch_prepare, deltanet_auto,
+                    auto_refuses},
+    [LAYER_ONE_LAUNCH] = {"one_launch", "the whole chunked layer in one launch, the state carried in LDS",
+                          "kdn_deltanet_one_launch (kernels/deltanet_one_launch.cpp)", NULL, NULL, one_launch_run,
+                          chunked_refuses},
+};
+
+const LayerVariant *layer_variant(const char *name) {
+    for (int i = 0; i < LAYER_VARIANT_COUNT; i++)
+        if (strcmp(layer_variants[i].name, name) == 0) return &layer_variants[i];
+    return NULL;
+}
+
+void expect_refused(Ctx *c, const LayerVariant *v, const KdnShape *s, const DnDevice *dd, size_t n_o, Tol tol) {
+    float *o = dev_out(c, "o", n_o), *s_out = dev_out(c, "state_out", (size_t)s->n_seqs * s->H_v * s->D_v * s->D_k);
+    v->run(v->prepare ? v->prepare(c, s) : NULL, s, dd->q, dd->k, dd->v, dd->g, dd->beta, dd->state, o, s_out);
+    const char *why = kdn_sync();
+    if (!why || !strstr(why, "refused")) {
+        test_fail(c, "%s, C=%d D_k=%d: not refused (%s)", v->name, s->chunk, s->D_k, why ? why : "ran");
+        return;
+    }
+    /* written[e] = 1 where o[e] lost the NaN it started with; must be 0 */
+    float *written = host_f(c, n_o);
+    double *none = host_d(c, n_o);
+    download(c, written, o, n_o);
+    for (size_t e = 0; e < n_o; e++) {
+        written[e] = written[e] == written[e];
+        none[e] = 0.0;
+    }
+    expect_close_host(c, "o elements written", written, none, (int)(n_o / s->D_v), s->D_v, tol);
+}
+
+void fp_call_layer(Footprint *f, const LayerVariant *v, const DnData *d) {
+    if (v->prepare_footprint) v->prepare_footprint(f, &d->ks);
+    f->dev_flops += dn_layer_flops(d);
+}
+
+void fp_expect_refused(Footprint *f, const LayerVariant *v, const DnData *d) {
+    fp_dev(f, d->n_v), fp_dev(f, d->n_state);
+    if (v->prepare_footprint) v->prepare_footprint(f, &d->ks);
+    fp_host_f(f, d->n_v), fp_host_d(f, d->n_v);
+}

@@ -1,0 +1,54 @@
+/* The layer variants: one table of every implementation of the whole gated
+ * Delta-Net layer that the tests run. Phase 8's layer rows, the comparison
+ * rows (compare_*, the *_vs_* agreement rows), the generated grid (grid_*)
+ * and, through the result log's `variant` column and bench:<name> rows,
+ * tools/ all take their list of implementations from here. */
+#ifndef LAYER_VARIANTS_H
+#define LAYER_VARIANTS_H
+
+#include "../harness/harness.h"
+#include "../kernels/kdn.h"
+#include "deltanet_data.h"
+
+typedef void (*LayerRun)(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
+                         const float *g, const float *beta, const float *state_in, float *o, float *state_out);
+
+typedef struct {
+    const char *name;  /* the log's variant column and --bench label */
+    const char *what;  /* what it is, in a line */
+    const char *entry; /* its entry points */
+    /* allocates its scratch outside any timed region (NULL: it needs none) */
+    void *(*prepare)(Ctx *c, const KdnShape *s);
+    void (*prepare_footprint)(Footprint *f, const KdnShape *s); /* what prepare allocates (harness.h) */
+    LayerRun run; /* enqueues one layer call */
+    /* The shapes it documents refusing, and why (NULL: it takes s). A refused
+     * call launches nothing and writes nothing; kdn_sync() names the kernel. */
+    const char *(*refuses)(const KdnShape *s);
+} LayerVariant;
+
+/* X(id, name): every variant, in the order the comparison rows run them
+ * (the first is the --bench speed-up baseline). */
+#define LAYER_VARIANTS(X)       \
+    X(UNFUSED, unfused)         \
+    X(RECURRENT, recurrent)     \
+    X(TWO_LAUNCH, two_launch)   \
+    X(AUTO, auto)               \
+    X(ONE_LAUNCH, one_launch)
+
+#define LAYER_VARIANT_ID(id, name) LAYER_##id,
+enum { LAYER_VARIANTS(LAYER_VARIANT_ID) LAYER_VARIANT_COUNT };
+#undef LAYER_VARIANT_ID
+
+extern const LayerVariant layer_variants[LAYER_VARIANT_COUNT];
+/* The variant called `name`, or NULL. */
+const LayerVariant *layer_variant(const char *name);
+
+/* Runs v on a shape it refuses: the call must be refused (kdn_sync() says
+ * "refused", naming the kernel) and write no element of o (all NaN still).
+ * Fails the test otherwise, saying which. d, dd: the case's inputs. */
+void expect_refused(Ctx *c, const LayerVariant *v, const KdnShape *s, const DnDevice *dd, size_t n_o, Tol tol);
+/* What expect_refused allocates; and a layer call's (prepare's scratch, the kernels' flops). */
+void fp_expect_refused(Footprint *f, const LayerVariant *v, const DnData *d);
+void fp_call_layer(Footprint *f, const LayerVariant *v, const DnData *d);
+
+#endif
