@@ -97,9 +97,17 @@ $(BUILD)/libkdn.a: $(KERNEL_OBJ)
 	@echo "  AR    $@"
 	@rm -f $@ && ar rcs $@ $^
 
-$(BUILD)/libkdn.so: $(KERNEL_OBJ)
+# The shared library exports the public API only: the functions
+# kernels/gated_delta_net.h declares, through a version script made from it
+# (every other symbol local; tests/test_install.sh checks with nm -D).
+$(BUILD)/libkdn.map: kernels/gated_delta_net.h
+	@mkdir -p $(dir $@)
+	@{ echo '{ global:'; sed -n 's/^[a-z_][a-z_ ]*[ *]\(kdn_[a-z_0-9]*\)(.*/    \1;/p' $<; echo '  local: *; };'; } > $@
+SO_EXPORTS := $(if $(filter cuda,$(BACKEND)),-Xlinker --version-script=$(BUILD)/libkdn.map,-Wl,--version-script=$(BUILD)/libkdn.map)
+
+$(BUILD)/libkdn.so: $(KERNEL_OBJ) $(BUILD)/libkdn.map
 	@echo "  LINK  $@"
-	@$(LINK) -shared $^ -o $@ $(LDLIBS)
+	@$(LINK) -shared $(KERNEL_OBJ) -o $@ $(LDLIBS) $(SO_EXPORTS)
 
 # make install PREFIX=DIR: header, both libraries and kdn.pc (pkg-config).
 PREFIX ?= /usr/local
