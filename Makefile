@@ -61,14 +61,13 @@ ifeq ($(SANITIZE),1)
   BUILD  := build/cpu-asan
 endif
 # The race detector (kernels/backend/simt_cpu.cpp): the kernels call the
-# executor at every load and store (the hooks of -fsanitize=kernel-address,
-# no runtime library); the executor itself is not instrumented.
+# executor at every load and store (the hooks of -fsanitize=thread, without
+# its runtime library); the executor itself is not instrumented.
 ifeq ($(RACECHECK),1)
   ifneq ($(BACKEND)$(SANITIZE),cpu0)
     $(error RACECHECK=1 needs BACKEND=cpu without SANITIZE)
   endif
-  RACE   := -fsanitize=kernel-address --param asan-instrumentation-with-call-threshold=0 \
-            --param asan-stack=0 --param asan-globals=0
+  RACE   := -fsanitize=thread --param tsan-instrument-func-entry-exit=0
   BUILD  := build/cpu-race
   KFLAGS += $(RACE)
   $(BUILD)/kernels/backend/%.o: KFLAGS := $(filter-out $(RACE),$(KFLAGS))

@@ -117,6 +117,17 @@ __global__ void kernel_read_then_write(float *y, int n) {
     y[t] = buf[t];
 }
 
+// The same race with the write a read-modify-write (buf[t] *= 2): the
+// detector must see it as a write (AddressSanitizer's hooks saw a read only).
+__global__ void kernel_rmw_after_read(float *y, int n) {
+    KDN_DYNAMIC_SHARED(float, buf);
+    int t = (int)threadIdx.x;
+    buf[t] = (float)t;
+    __syncthreads();
+    y[t] = buf[(t + 1) % n];
+    buf[t] *= 2.0f;
+}
+
 // Lanes of one wave exchange through LDS: lane t writes word t and reads
 // word t ^ 1. Without a wave operation between, that holds only in gfx906's
 // lockstep (not CUDA's independent threads, not the executor): a race. With
@@ -196,6 +207,9 @@ long exec_lds_checked(void) { return kdn_cpu_lds_checked(); }
 void exec_write_write(float *y) { KDN_LAUNCH(kernel_write_write, dim3(1), dim3(128), 4, y); }
 void exec_read_then_write(float *y, int n) {
     KDN_LAUNCH(kernel_read_then_write, dim3(1), dim3(n), n * sizeof(float), y, n);
+}
+void exec_rmw_after_read(float *y, int n) {
+    KDN_LAUNCH(kernel_rmw_after_read, dim3(1), dim3(n), n * sizeof(float), y, n);
 }
 void exec_wave_exchange(float *y, int synced) { KDN_LAUNCH(kernel_wave_exchange, dim3(1), dim3(64), 64 * 4, y, synced); }
 void exec_waves_without_barrier(float *y) { KDN_LAUNCH(kernel_waves_without_barrier, dim3(1), dim3(128), 128 * 4, y); }

@@ -51,6 +51,8 @@ long exec_lds_checked(void);
 void exec_write_write(float *y);
 /* Thread t reads LDS word t + 1 mod n, then writes word t (n <= 1024). */
 void exec_read_then_write(float *y, int n);
+/* Thread t reads LDS word t + 1 mod n, then doubles word t in place. */
+void exec_rmw_after_read(float *y, int n);
 /* y[t] = t ^ 1 through LDS in one wave; synced 0: nothing between the write
  * and the read (relies on lockstep: a race), 1: kdn_wave_sync, 2: a shuffle. */
 void exec_wave_exchange(float *y, int synced);

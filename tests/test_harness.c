@@ -387,6 +387,7 @@ static void test_executor_limits(void) {
  * planted race is reported with the kernel, the LDS address and both
  * threads; the correct kernels and the synchronised exchanges are not. */
 static void read_then_write(float *y) { exec_read_then_write(y, 256); }
+static void rmw_after_read(float *y) { exec_rmw_after_read(y, 256); }
 static void wave_exchange_unsynced(float *y) { exec_wave_exchange(y, 0); }
 
 static bool wave_exchange_ok(int synced) {
@@ -411,6 +412,7 @@ static void test_race_detector(void) {
     CHECK(mentions(e, "kernel_missing_barrier", "thread 0 wrote it, then thread 1 reads it"));
     fails_then_recovers(exec_write_write, "kernel_write_write", "thread 0 wrote it, then thread 1 writes it");
     fails_then_recovers(read_then_write, "kernel_read_then_write", "thread 0 read it, then thread 1 writes it");
+    fails_then_recovers(rmw_after_read, "kernel_rmw_after_read", "thread 0 read it, then thread 1 writes it");
     fails_then_recovers(wave_exchange_unsynced, "kernel_wave_exchange", "lanes of wave 0, no wave operation");
     fails_then_recovers(exec_waves_without_barrier, "kernel_waves_without_barrier", "(waves 1 and 0)");
     fails_then_recovers(exec_static_race, "kernel_static_race", "LDS race at static __shared__");

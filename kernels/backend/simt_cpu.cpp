@@ -26,9 +26,9 @@
 // a barrier; code that relies on gfx906's lockstep instead is a race here.
 //
 // The race detector (the build/cpu-race build, `make RACECHECK=1`): its
-// kernels are compiled with -fsanitize=kernel-address and calls instead of
-// inline checks, so every load and store of a kernel calls
-// __asan_{load,store}N_noabort below. Those that fall in LDS (the dynamic
+// kernels are compiled with -fsanitize=thread but linked without its
+// runtime, so every load and store of a kernel calls __tsan_{read,write}N
+// below. Those that fall in LDS (the dynamic
 // buffer or the kdn_lds section, where simt_cpu.h puts static __shared__
 // arrays) are checked against a shadow word per 4 bytes that holds the last
 // writer and up to two readers with the epoch of their access. Epochs: one
@@ -465,8 +465,7 @@ void check_word(const LdsRegion &r, size_t i, bool write) {
 }
 
 // Every load and store of an instrumented kernel: those in LDS are checked.
-// (Unused under AddressSanitizer, whose runtime owns the hooks.)
-[[maybe_unused]] void lds_access(const void *p, size_t n, bool write) {
+void lds_access(const void *p, size_t n, bool write) {
     RaceDetector &R = E.race;
     R.active = true;
     if (!E.in_fiber || E.failed || n == 0) return;
@@ -686,20 +685,23 @@ void kdn_cpu_set_timeout(double seconds) { set_timeout(seconds); }
 bool kdn_cpu_race_detector(void) { return E.race.active; }
 long kdn_cpu_lds_checked(void) { return E.race.checked; }
 
-// The hooks of -fsanitize=kernel-address with calls (the build/cpu-race
-// kernels): the race detector sees every load and store. Other builds never
-// call them; AddressSanitizer's runtime has its own (not to be replaced).
-#if !KDN_ASAN
+// The hooks of -fsanitize=thread without its runtime (the build/cpu-race
+// kernels): the race detector sees every load and store, a read-modify-write
+// as a read and a write (AddressSanitizer's hooks, tried first, check such
+// an access once, as a read: a race on it went unseen). Other builds never
+// call them.
 extern "C" {
-#define KDN_RACE_HOOKS(n)                                                              \
-    void __asan_load##n##_noabort(const void *p) { lds_access(p, n, false); }          \
-    void __asan_store##n##_noabort(const void *p) { lds_access(p, n, true); }
+#define KDN_RACE_HOOKS(n)                                                                    \
+    void __tsan_read##n(const void *p) { lds_access(p, n, false); }                          \
+    void __tsan_write##n(const void *p) { lds_access(p, n, true); }                          \
+    void __tsan_unaligned_read##n(const void *p) { lds_access(p, n, false); }                \
+    void __tsan_unaligned_write##n(const void *p) { lds_access(p, n, true); }
 KDN_RACE_HOOKS(1)
 KDN_RACE_HOOKS(2)
 KDN_RACE_HOOKS(4)
 KDN_RACE_HOOKS(8)
 KDN_RACE_HOOKS(16)
-void __asan_loadN_noabort(const void *p, size_t n) { lds_access(p, n, false); }
-void __asan_storeN_noabort(const void *p, size_t n) { lds_access(p, n, true); }
+void __tsan_read_range(const void *p, unsigned long n) { lds_access(p, n, false); }
+void __tsan_write_range(const void *p, unsigned long n) { lds_access(p, n, true); }
+void __tsan_init(void) {}
 }
-#endif
