@@ -37,30 +37,55 @@ const char *kdn_status_message(kdn_status status) {
     return (unsigned)status < KDN_STATUS_COUNT ? messages[status] : "unknown status";
 }
 
-/* ---- dispatch thresholds, per backend --------------------------------------
+/* ---- dispatch thresholds, per backend and batch ---------------------------
  * KDN_PATH_AUTO runs the token-recurrent kernel up to max_t tokens per
- * sequence and the two-launch chunked form past it. */
+ * sequence and the two-launch chunked form past it. The recurrent kernel's
+ * time grows with all tokens of the batch (n_seqs * T) while the chunked
+ * form's grows less than linearly in n_seqs (it fills the GPU with chunks), so
+ * the crossover in T falls as the batch grows: one row per measured batch,
+ * rows by increasing n_seqs. A batch between two rows takes the larger
+ * measured batch's row (the lower threshold: never recurrent past a measured
+ * crossover of a larger total token count); one past the last row takes the
+ * last row. docs/api.md has the table and where each row comes from. */
+typedef struct {
+    int n_seqs, max_t;
+} CrossoverRow;
+
+enum { kMaxCrossoverRows = 4 };
+
 typedef struct {
     const char *backend;
-    int max_t;
+    int n_rows;
+    CrossoverRow rows[kMaxCrossoverRows];
 } Crossover;
 
+/* H100, tools/crossover.sh, results/h100-crossover.tsv (docs/performance.md):
+ * recurrent faster up to T = 160 at B = 1 (two-launch from 192), up to 32 at
+ * B = 4 (two-launch from 64) */
+#define H100_ROWS 2, {{1, 160}, {4, 32}}
+
 static const Crossover crossovers[] = {
-    /* H100, tools/crossover.sh (docs/performance.md): recurrent faster up to 96 at B = 1 */
-    {"cuda", 96},
-    /* not yet measured on an MI50: the H100 value until tools/crossover.sh runs there */
-    {"hip", 96},
-    /* emulation, no speed to measure: the GPUs' value, so CI runs both sides of the same split */
-    {"cpu", 96},
+    {"cuda", H100_ROWS},
+    /* not yet measured on an MI50: the H100 rows until tools/crossover.sh runs there */
+    {"hip", H100_ROWS},
+    /* emulation, no speed to measure: the GPUs' rows, so CI runs both sides of the same splits */
+    {"cpu", H100_ROWS},
 };
 
-int kdn_gdn_recurrent_max_t(void) {
+static const Crossover *backend_crossover(void) {
     for (size_t i = 0; i < sizeof crossovers / sizeof crossovers[0]; i++)
-        if (strcmp(crossovers[i].backend, kdn_backend()) == 0) return crossovers[i].max_t;
-    return crossovers[0].max_t;
+        if (strcmp(crossovers[i].backend, kdn_backend()) == 0) return &crossovers[i];
+    return &crossovers[0];
 }
 
-int kdn_auto_recurrent_max_t(void) { return kdn_gdn_recurrent_max_t(); }
+int kdn_gdn_recurrent_max_t(int n_seqs) {
+    const Crossover *c = backend_crossover();
+    for (int i = 0; i < c->n_rows; i++)
+        if (n_seqs <= c->rows[i].n_seqs) return c->rows[i].max_t;
+    return c->rows[c->n_rows - 1].max_t;
+}
+
+int kdn_auto_recurrent_max_t(int n_seqs) { return kdn_gdn_recurrent_max_t(n_seqs); }
 
 const char *kdn_gdn_backend(void) { return kdn_backend(); }
 
@@ -104,7 +129,7 @@ void kdn_deltanet_two_launch(const KdnShape *s, const KdnChunkBuffers *b, const 
 
 void kdn_deltanet_auto(const KdnShape *s, const KdnChunkBuffers *b, const float *q, const float *k, const float *v,
                        const float *g, const float *beta, const float *state_in, float *o, float *state_out) {
-    if (s->T <= kdn_auto_recurrent_max_t())
+    if (s->T <= kdn_auto_recurrent_max_t(s->n_seqs))
         kdn_deltanet_recurrent(s, q, k, v, g, beta, state_in, o, state_out);
     else
         kdn_deltanet_two_launch(s, b, q, k, v, g, beta, state_in, o, state_out);
@@ -201,7 +226,7 @@ static kdn_status check_shapes(const kdn_gdn_call *c) {
 static int takes_chunked(const kdn_gdn_call *c, const Plan *p) {
     int eligible = !p->kda && c->K == 1 && p->s.D_k <= kMaxChunkedS;
     if (c->path == KDN_PATH_RECURRENT || !eligible) return 0;
-    return c->path == KDN_PATH_CHUNKED || p->s.T > kdn_gdn_recurrent_max_t();
+    return c->path == KDN_PATH_CHUNKED || p->s.T > kdn_gdn_recurrent_max_t(p->s.n_seqs);
 }
 
 static kdn_status plan_call(const kdn_gdn_call *c, Plan *p) {

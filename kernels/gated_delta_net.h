@@ -48,7 +48,7 @@ typedef enum {
 } kdn_head_map;
 
 typedef enum {
-    KDN_PATH_AUTO = 0,      /* the library chooses: recurrent up to kdn_gdn_recurrent_max_t() tokens, else chunked */
+    KDN_PATH_AUTO = 0,      /* the library chooses: recurrent up to kdn_gdn_recurrent_max_t(n_seqs) tokens, else chunked */
     KDN_PATH_RECURRENT = 1, /* token-recurrent kernel (every gate shape, every K) */
     KDN_PATH_CHUNKED = 2    /* two-launch chunked form (scalar gate, K == 1); other calls are routed to recurrent */
 } kdn_path;
@@ -95,8 +95,9 @@ kdn_status kdn_gated_delta_net(const kdn_gdn_call *call, void *workspace, size_t
 
 /* The path KDN_PATH_AUTO takes for this call (KDN_PATH_RECURRENT or KDN_PATH_CHUNKED). */
 kdn_status kdn_gdn_chosen_path(const kdn_gdn_call *call, kdn_path *path);
-/* KDN_PATH_AUTO's crossover on this build's backend: recurrent for T <= it. */
-int kdn_gdn_recurrent_max_t(void);
+/* KDN_PATH_AUTO's crossover on this build's backend for a batch of n_seqs
+ * sequences: recurrent for T <= it (tokens per sequence), chunked past it. */
+int kdn_gdn_recurrent_max_t(int n_seqs);
 const char *kdn_gdn_backend(void); /* "hip", "cuda" or "cpu" */
 
 #ifdef __cplusplus

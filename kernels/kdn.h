@@ -159,10 +159,10 @@ void kdn_chunk_buffers_carve(void *workspace, const KdnShape *s, KdnChunkBuffers
 void kdn_deltanet_two_launch(const KdnShape *s, const KdnChunkBuffers *b, const float *q, const float *k,
                              const float *v, const float *g, const float *beta, const float *state_in, float *o,
                              float *state_out);
-/* Recurrent up to kdn_auto_recurrent_max_t() tokens, two-launch past it (b unused then). */
+/* Recurrent up to kdn_auto_recurrent_max_t(s->n_seqs) tokens, two-launch past it (b unused then). */
 void kdn_deltanet_auto(const KdnShape *s, const KdnChunkBuffers *b, const float *q, const float *k, const float *v,
                        const float *g, const float *beta, const float *state_in, float *o, float *state_out);
-int kdn_auto_recurrent_max_t(void); /* per backend, docs/api.md */
+int kdn_auto_recurrent_max_t(int n_seqs); /* per backend and batch, docs/api.md */
 
 #ifdef __cplusplus
 }

@@ -52,7 +52,7 @@ static const char *chunked_refuses(const KdnShape *s) {
 }
 
 static const char *auto_refuses(const KdnShape *s) {
-    return s->T <= kdn_auto_recurrent_max_t() ? recurrent_refuses(s) : chunked_refuses(s);
+    return s->T <= kdn_auto_recurrent_max_t(s->n_seqs) ? recurrent_refuses(s) : chunked_refuses(s);
 }
 
 const LayerVariant layer_variants[LAYER_VARIANT_COUNT] = {
@@ -67,7 +67,7 @@ const LayerVariant layer_variants[LAYER_VARIANT_COUNT] = {
                           "kdn_deltanet_two_launch = kdn_two_launch_intra + kdn_two_launch_state "
                           "(kernels/deltanet_two_launch.cpp)",
                           two_launch_prepare, fp_two_launch_prepare, deltanet_two_launch, chunked_refuses},
-    [LAYER_AUTO] = {"auto", "the library's choice: recurrent up to kdn_auto_recurrent_max_t() tokens, else two_launch",
+    [LAYER_AUTO] = {"auto", "the library's choice: recurrent up to kdn_auto_recurrent_max_t(n_seqs) tokens, else two_launch",
                     "kdn_deltanet_auto (kernels/gated_delta_net.c)", two_launch_prepare, fp_two_launch_prepare, deltanet_auto,
                     auto_refuses},
     [LAYER_ONE_LAUNCH] = {"one_launch", "the whole chunked layer in one launch, the state carried in LDS",
