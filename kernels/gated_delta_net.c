@@ -80,9 +80,9 @@ static const Crossover *backend_crossover(void) {
 
 int kdn_gdn_recurrent_max_t(int n_seqs) {
     const Crossover *c = backend_crossover();
-    for (int i = 0; i < c->n_rows; i++)
-        if (n_seqs <= c->rows[i].n_seqs) return c->rows[i].max_t;
-    return c->rows[c->n_rows - 1].max_t;
+    int i = 0;
+    while (i < c->n_rows - 1 && n_seqs > c->rows[i].n_seqs) i++; /* past the last row: the last row */
+    return c->rows[i].max_t;
 }
 
 int kdn_auto_recurrent_max_t(int n_seqs) { return kdn_gdn_recurrent_max_t(n_seqs); }
