@@ -368,13 +368,10 @@ __global__ __launch_bounds__(kThreads, 1) void kernel_deltanet_one_launch(const 
 }
 
 static const char *unsupported(const KdnShape *s) {
-    if (s->T < 0 || s->n_seqs < 1 || s->H_k < 1 || s->H_v < 1 || s->D_k < 1 || s->D_v < 1)
-        return "empty or negative dimension";
+    const char *why = kdn_layer_shape_unsupported(s);
+    if (why) return why;
     if (s->D_k > kMaxDk) return "D_k > 128 (the chunk's keys would not fit in 64 KB of LDS)";
     if (s->chunk != 32 && s->chunk != 64) return "chunk must be 32 or 64 (128 does not fit in 64 KB of LDS)";
-    if (s->H_v > 65535 || s->n_seqs > 65535) return "H_v or n_seqs > 65535 (grid y/z limit)";
-    if (s->head_map != 0 && s->head_map != 1) return "head_map must be 0 (tiled) or 1 (block)";
-    if (s->head_map == 1 && s->H_v % s->H_k != 0) return "block head map needs H_v to be a multiple of H_k";
     return NULL;
 }
 
