@@ -38,9 +38,10 @@
 // Why it fits gfx906: wave64 with no matrix cores and a long memory latency
 // wants many independent waves and a streaming, coalesced state access; this
 // uses R rows of state + 2 x 2 R token values per lane (56 VGPRs at D_k = 128
-// with the one-token-ahead prefetch: 4 waves per SIMD; 50 for decode, which
-// has no next token), no scratch and no LDS. The only cross-lane traffic is
-// 12 DPP row rotations per token (VALU modifiers, no LDS traffic;
+// with the one-token-ahead prefetch: 4 waves per SIMD; 36 for decode, a
+// single token without a loop: 7 waves, so the B = 1 grid of 256 workgroups
+// runs in one round of the MI50's 420 slots), no scratch and no LDS. The
+// only cross-lane traffic is 12 DPP row rotations per token (VALU modifiers, no LDS traffic;
 // ds_bpermute before issue 13). D_k <= 64 / 128 / 256 use instantiations
 // with R = 4 / 8 / 16 registers of state per lane.
 //
@@ -152,10 +153,13 @@ __device__ __forceinline__ void store_state(const KdnRecurrentCall &c, const flo
 // loop keeps 3 more VGPRs live (66 vs 63 at D_k = 128 on gfx906, 3 waves per
 // SIMD instead of 4), so the decode path of K = 1 does without.
 // kAhead: token t + 1's inputs are loaded while token t is processed (prompts).
-// Decode (T = 1) has no next token: without the second set of token
-// registers the D_k = 128 decode kernel needs 50 VGPRs instead of 56 on
-// gfx906 (still 4 waves per SIMD: 5 would need 48) and ran 1-2 % faster on
-// the H100 (docs/performance.md, issue 14).
+// Decode (T <= 1, the only calls the launcher gives the instantiation
+// without kAhead) has no next token and runs at most one trip of the token
+// loop: no second set of token registers (1-2 % faster on the H100) and no
+// token pointers or loop state kept live, so the D_k = 128 decode kernel
+// needs 36 VGPRs on gfx906 (7 waves per SIMD; 50 with the loop, 4 waves:
+// the B = 1 grid then took two rounds of 240 slots; docs/performance.md,
+// issue 14).
 template <int R, bool kFull, bool kKda, bool kSnap, bool kVec, bool kAhead>
 __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurrentCall c) {
     const int T = c.s.T, H_k = c.s.H_k, H_v = c.s.H_v, D_k = c.s.D_k, D_v = c.s.D_v;
@@ -194,7 +198,10 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurr
     if (T > 0) load_token<R, kFull, kKda, kVec>(cur, p, n_rows);
     if (T > 1) p.next();
 
-    for (int t = 0; t < T; t++) {
+    // The decode instantiation (no token ahead) is launched for T <= 1 only:
+    // a loop of at most one trip keeps no token pointers live across it.
+    const int n_tokens = kAhead ? T : (T < 1 ? T : 1);
+    for (int t = 0; t < n_tokens; t++) {
         // Prefetch token t + 1 (the last token reloads itself: branch-free).
         TokenIn<R, kKda> nxt;
         if (kAhead) load_token<R, kFull, kKda, kVec>(nxt, p, n_rows);

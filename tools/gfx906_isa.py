@@ -472,24 +472,27 @@ def work_recurrent(T, B, Dk=D_K, Dv=D_V):
     return wg, T * 3 * Dk * 16, bytes_
 
 
-# kernel (short name, template arguments), waves/SIMD it is designed for, work function. The recurrent
-# kernel is its prompt instantiation: scalar gate, no snapshots in the loop (D_k = 128: R = 8, full rows),
-# 16-byte row runs, one token ahead; decode (T = 1) runs it without the prefetch (fewer VGPRs, the same
-# bytes), which this one stands for.
-PRODUCT = [("kernel_two_launch_intra", "64, true", 2, work_intra),
-           ("kernel_two_launch_state", "64, true", 2, work_state),
-           ("kernel_deltanet_recurrent", "8, true, false, false, true, true", 4, work_recurrent)]
+# kernel (short name, template arguments), waves/SIMD it is designed for, work function, the calls it
+# stands for. The recurrent kernel has two: prompts run its instantiation with the next token's loads
+# ahead (scalar gate, no snapshots in the loop; D_k = 128: R = 8, full rows, 16-byte row runs), decode
+# (T = 1) the one without (a single token, no loop: fewer VGPRs, 5 waves per SIMD so that the B = 1 grid
+# of 256 workgroups fits the 300 slots of one round).
+PRODUCT = [("kernel_two_launch_intra", "64, true", 2, work_intra, ("prefill",)),
+           ("kernel_two_launch_state", "64, true", 2, work_state, ("prefill",)),
+           ("kernel_deltanet_recurrent", "8, true, false, false, true, true", 4, work_recurrent, ("prefill",)),
+           ("kernel_deltanet_recurrent", "8, true, false, false, true, false", 5, work_recurrent, ("decode",))]
 SHAPES = [("prefill", 1024, 1), ("prefill", 1024, 4), ("prefill", 4096, 1), ("prefill", 4096, 4),
           ("prefill", 16384, 1), ("prefill", 16384, 4), ("decode", 1, 1), ("decode", 1, 4), ("decode", 1, 128)]
 
 
 def product_kernels(kernels):
+    """(kernel, designed waves, work function, calls) of each product instantiation."""
     found = []
-    for short, args, waves, work in PRODUCT:
-        k = next((k for k in kernels if k["short"].endswith(short) and ("<" + args) in k["pretty"]), None)
+    for short, args, waves, work, calls in PRODUCT:
+        k = next((k for k in kernels if k["short"].endswith(short) and ("<" + args + ">") in k["pretty"]), None)
         if k is None:
             sys.exit("gfx906_isa: product kernel %s<%s> not found in the code objects" % (short, args))
-        found.append((k, waves, work))
+        found.append((k, waves, work, calls))
     return found
 
 
@@ -498,6 +501,8 @@ def loop_costs(k):
     weighted by its static FMA count (assumption: a loop's share of the
     kernel's dynamic FMAs is its share of the static ones)."""
     loops = [l for l in k["loops"] if l["inner"] and l["fma"] > 0]
+    if not loops and k["total"]["fma"]:
+        loops = [k["total"]]  # straight-line code (the decode instantiation): the whole kernel is one pass
     fma = sum(l["fma"] for l in loops)
     if fma == 0:
         return None
@@ -547,11 +552,10 @@ def model_row(k, work, T, B):
 
 def model(kernels):
     rows = []
-    for k, _, work in product_kernels(kernels):
+    for k, _, work, calls in product_kernels(kernels):
         name = k["short"].replace("void ", "")
         for phase, T, B in SHAPES:
-            if (phase == "decode") != (name == "kernel_deltanet_recurrent") and not (
-                    phase == "prefill" and name == "kernel_deltanet_recurrent"):
+            if phase not in calls:
                 continue
             r = model_row(k, work, T, B)
             r.update(kernel=name, phase=phase, T=T, B=B)
@@ -612,7 +616,7 @@ def loop_cost(l):
 def write_loop_table(kernels, path):
     with open(path, "w") as f:
         f.write("kernel\tloop\tinner\tinsts\tvalu\tfma\tserial16\tvm_drains\tlds_drains\tcycles\n")
-        for k, _, _ in product_kernels(kernels):
+        for k, _, _, _ in product_kernels(kernels):
             for l in k["loops"]:
                 f.write("%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n" % (
                     k["short"].replace("void ", ""), l["index"], l["inner"], l["insts"], l["valu"], l["fma"],
@@ -654,7 +658,7 @@ def check(kernels, rows):
             fails.append("%s: %d B of scratch per lane (gfx906 product kernels use none)" % (k["pretty"], k["scratch"]))
         if k["lds"] > 65536:
             fails.append("%s: %d B of LDS (> 64 KB)" % (k["pretty"], k["lds"]))
-    for k, waves, _ in product_kernels(kernels):
+    for k, waves, _, _ in product_kernels(kernels):
         if k["waves"] < waves:
             fails.append("%s: %d waves per SIMD (%d VGPRs, %d B LDS), designed for %d" % (
                 k["pretty"], k["waves"], k["vgpr"], k["lds"], waves))
@@ -664,7 +668,8 @@ def check(kernels, rows):
                              "the earlier loads" % (k["pretty"], l["index"], l["start"], l["serial16"], l["gload16"]))
     old = {(r["kernel"], r["phase"], r["T"], r["B"]): float(r["est_us"]) for r in read_tsv(MODEL_TABLE)}
     old_loops = read_tsv(LOOP_TABLE)
-    by_name = {k["short"].replace("void ", ""): k for k, _, _ in product_kernels(kernels)}
+    by_call = {(k["short"].replace("void ", ""), phase): k for k, _, _, calls in product_kernels(kernels)
+               for phase in calls}
     for r in rows:
         key = (r["kernel"], r["phase"], str(r["T"]), str(r["B"]))
         if key not in old:
@@ -673,7 +678,7 @@ def check(kernels, rows):
         elif r["est_us"] > REGRESSION * old[key]:
             fails.append("%s %s T=%d B=%d: modelled %.1f us, %.0f %% over the committed %.1f us; %s" % (
                 r["kernel"], r["phase"], r["T"], r["B"], r["est_us"], 100 * (r["est_us"] / old[key] - 1), old[key],
-                worst_loop(by_name[r["kernel"]], old_loops)))
+                worst_loop(by_call[(r["kernel"], r["phase"])], old_loops)))
     return fails
 
 
