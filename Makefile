@@ -75,7 +75,6 @@ endif
 
 HOST_OBJ   := $(HOST_SRC:%.c=$(BUILD)/%.o)
 KERNEL_OBJ := $(patsubst %.cpp,$(BUILD)/%.o,$(KERNEL_SRC) $(RUNTIME)) $(LIB_C_SRC:%.c=$(BUILD)/%.o)
-HEADERS    := $(wildcard harness/*.h reference/*.h phases/*.h kernels/*.h kernels/backend/*.h)
 
 .PHONY: all clean test check-env test_deltanet resources resources-check lib install
 all: test_deltanet
@@ -118,15 +117,33 @@ install: lib
 	    kernels/kdn.pc.in > $(PREFIX)/lib/pkgconfig/kdn.pc
 	@echo "installed libkdn ($(BACKEND)) under $(PREFIX)"
 
-$(BUILD)/%.o: %.c $(HEADERS)
+# Header dependencies: each compile also writes the headers it read to its
+# object's .d (-MMD: the project's, not the system's; -MP: an empty rule per
+# header, so a deleted header does not stop the build), included below, so an
+# edited header rebuilds exactly the objects that include it. gcc, hipcc
+# (clang) and nvcc take the same four flags. An object without its .d (built
+# before, or the .d deleted) is rebuilt: the .d's empty rule "remakes" it.
+# hipcc writes the .d after the object: DEPDATE dates it as its object, or
+# the object would always look older than a prerequisite.
+DEPFLAGS = -MMD -MP -MF $(@:.o=.d) -MT $@
+DEPDATE  = touch -c -r $@ $(@:.o=.d)
+
+$(BUILD)/%.o: %.c $(BUILD)/%.d
 	@mkdir -p $(dir $@)
 	@echo "  CC    $<"
-	@$(CC) $(CFLAGS) -c $< -o $@
+	@$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@ && $(DEPDATE)
 
-$(BUILD)/%.o: %.cpp $(HEADERS)
+$(BUILD)/%.o: %.cpp $(BUILD)/%.d
 	@mkdir -p $(dir $@)
 	@echo "  $(BACKEND)  $<"
-	@$(KCXX) $(KFLAGS) -c $< -o $@
+	@$(KCXX) $(KFLAGS) $(DEPFLAGS) -c $< -o $@ && $(DEPDATE)
+
+# Named (not a pattern), so make does not take a missing .d for an
+# intermediate file it may skip.
+DEPFILES := $(patsubst %,$(BUILD)/%.d,$(basename $(wildcard \
+    $(foreach d,harness reference phases kernels kernels/backend tests,$(d)/*.c $(d)/*.cpp))))
+$(DEPFILES):
+include $(wildcard $(DEPFILES))
 
 # Provenance baked into the binary at build time (the log's "# commit" line,
 # --env): the commit, "-dirty" when tracked files differ from it. The stamp

@@ -4,6 +4,8 @@
 #   the same under AddressSanitizer, with phases 1-3 of the ladder,
 #   the gfx906 build, its resource limits and the ISA gates of
 #   tools/gfx906_isa.py (where hipcc exists),
+#   the header dependencies of both builds: an edited header rebuilds exactly
+#   the objects that include it (tests/test_depend.py),
 #   the command line's exit statuses and determinism (tests/cli.sh),
 #   --dump/--load/--set round trips, read back with numpy (tests/test_tensors.sh),
 #   .github/workflows against the workflow schema (tests/test_workflows.sh),
@@ -25,8 +27,6 @@ UNIT_OBJ := $(filter-out $(BUILD)/harness/main.o,$(HOST_OBJ)) $(KERNEL_OBJ)
 $(BUILD)/test_harness: $(BUILD)/tests/test_harness.o $(BUILD)/tests/executor_kernels.o $(UNIT_OBJ)
 	@echo "  LINK  $@"
 	@$(LINK) $^ -o $@ $(LDLIBS)
-$(BUILD)/tests/test_harness.o: tests/executor_kernels.h
-$(BUILD)/tests/executor_kernels.o: tests/executor_kernels.h
 
 # The product's objects and main with phase 1 replaced by a table whose
 # second test fails: tests/cli.sh proves exit status 1 with it.
@@ -89,6 +89,7 @@ test:
 	@build/cpu/test_harness
 	@$(MAKE) --no-print-directory test-asan
 	@$(MAKE) --no-print-directory test-gfx906
+	@python3 tests/test_depend.py cpu $$([ -x build/hip/test_deltanet ] && echo hip)
 	@sh tests/cli.sh build/cpu/test_deltanet build/cpu/test_failing $$([ -x build/hip/test_deltanet ] && echo build/hip/test_deltanet)
 	@sh tests/test_tensors.sh build/cpu/test_deltanet
 	@sh tests/test_workflows.sh
