@@ -31,26 +31,84 @@ __device__ __forceinline__ int kdn_lane(void) { return kdn_cpu_lane(); }
 
 __device__ __forceinline__ float kdn_shfl_xor(float v, int mask) { return kdn_shfl(v, kdn_lane() ^ mask); }
 
-// DPP row rotation, gfx906's row_ror:N: within each row of 16 lanes, lane i
-// reads lane (i - N) mod 16 of its row. On gfx906 a DPP modifier of the VALU
-// instruction that consumes it (no LDS traffic, unlike ds_bpermute); on the
-// other backends the same lane mapping through kdn_shfl, so the CPU executor
-// runs the lane semantics the MI50 runs.
-#if defined(KDN_BACKEND_HIP)
-template <int N>
-__device__ __forceinline__ float kdn_row_ror(float v) {
-    static_assert(N > 0 && N < 16, "row_ror rotates by 1 .. 15 lanes");
-    return __int_as_float(__builtin_amdgcn_update_dpp(0, __float_as_int(v), 0x120 + N, 0xF, 0xF, false));
-}
+// ---- DPP row operations on 32 bits ------------------------------------------
+// gfx906's DPP moves 32 bits whatever they hold, so each row operation is
+// written once, on int: a float crosses lanes as its bits, a double as its
+// two halves (below). On gfx906 the DPP modifier of the VALU instruction that
+// consumes it (no LDS traffic, unlike ds_bpermute); on the other backends the
+// same lane mapping through kdn_shfl_i32, so the CPU executor runs the lane
+// semantics the MI50 runs.
+#if defined(KDN_BACKEND_HIP) || defined(KDN_BACKEND_CUDA)
+__device__ __forceinline__ int kdn_f32_bits(float v) { return __float_as_int(v); }
+__device__ __forceinline__ float kdn_f32_from_bits(int b) { return __int_as_float(b); }
+__device__ __forceinline__ int kdn_f64_lo(double v) { return __double2loint(v); }
+__device__ __forceinline__ int kdn_f64_hi(double v) { return __double2hiint(v); }
+__device__ __forceinline__ double kdn_f64_join(int lo, int hi) { return __hiloint2double(hi, lo); }
 #else
-template <int N>
-__device__ __forceinline__ float kdn_row_ror(float v) {
-    static_assert(N > 0 && N < 16, "row_ror rotates by 1 .. 15 lanes");
-    const int lane = kdn_lane();
-    return kdn_shfl(v, (lane & ~15) | ((lane - N) & 15));
+template <typename To, typename From>
+__device__ __forceinline__ To kdn_bit_cast(From v) {
+    static_assert(sizeof(To) == sizeof(From), "a bit cast keeps the size");
+    To t;
+    __builtin_memcpy(&t, &v, sizeof t);
+    return t;
+}
+__device__ __forceinline__ int kdn_f32_bits(float v) { return kdn_bit_cast<int>(v); }
+__device__ __forceinline__ float kdn_f32_from_bits(int b) { return kdn_bit_cast<float>(b); }
+__device__ __forceinline__ int kdn_f64_lo(double v) { return (int)(unsigned)kdn_bit_cast<unsigned long long>(v); }
+__device__ __forceinline__ int kdn_f64_hi(double v) { return (int)(unsigned)(kdn_bit_cast<unsigned long long>(v) >> 32); }
+__device__ __forceinline__ double kdn_f64_join(int lo, int hi) {
+    return kdn_bit_cast<double>((unsigned long long)(unsigned)hi << 32 | (unsigned)lo);
 }
 #endif
 
+// Another lane's 32 bits, unchanged (the CPU executor carries them in a
+// float, copied, never computed on).
+#if defined(KDN_BACKEND_CUDA)
+__device__ __forceinline__ int kdn_shfl_i32(int v, int src) { return __shfl_sync(0xffffffffu, v, src); }
+#elif !defined(KDN_BACKEND_HIP)
+__device__ __forceinline__ int kdn_shfl_i32(int v, int src) {
+    return kdn_f32_bits(kdn_shfl(kdn_f32_from_bits(v), src));
+}
+#endif
+
+// Row shift, gfx906's row_shr:N: lane i of a row of 16 reads lane i - N
+// when i % 16 >= N; the first N lanes of the row get 0 (the source lane is
+// out of the row: bound_ctrl off, so the lane keeps `old`, here 0). Row
+// rotation, row_ror:N: lane i reads lane (i - N) mod 16 of its row. Other
+// backends: every lane reads through kdn_shfl_i32 (a lane with no source
+// reads its own and drops it).
+#if defined(KDN_BACKEND_HIP)
+template <int N>
+__device__ __forceinline__ int kdn_row_shr_i32(int v) {
+    static_assert(N > 0 && N < 16, "row_shr shifts by 1 .. 15 lanes");
+    return __builtin_amdgcn_update_dpp(0, v, 0x110 + N, 0xF, 0xF, false);
+}
+template <int N>
+__device__ __forceinline__ int kdn_row_ror_i32(int v) {
+    static_assert(N > 0 && N < 16, "row_ror rotates by 1 .. 15 lanes");
+    return __builtin_amdgcn_update_dpp(0, v, 0x120 + N, 0xF, 0xF, false);
+}
+#else
+template <int N>
+__device__ __forceinline__ int kdn_row_shr_i32(int v) {
+    static_assert(N > 0 && N < 16, "row_shr shifts by 1 .. 15 lanes");
+    const int lane = kdn_lane();
+    const bool inside = (lane & 15) >= N;
+    const int r = kdn_shfl_i32(v, inside ? lane - N : lane);
+    return inside ? r : 0;
+}
+template <int N>
+__device__ __forceinline__ int kdn_row_ror_i32(int v) {
+    static_assert(N > 0 && N < 16, "row_ror rotates by 1 .. 15 lanes");
+    const int lane = kdn_lane();
+    return kdn_shfl_i32(v, (lane & ~15) | ((lane - N) & 15));
+}
+#endif
+
+template <int N>
+__device__ __forceinline__ float kdn_row_ror(float v) {
+    return kdn_f32_from_bits(kdn_row_ror_i32<N>(kdn_f32_bits(v)));
+}
 // Step m (8, 4, 2, 1) of the xor butterfly inside rows of 16 lanes: the
 // value lane i ^ m holds. After the steps for m' > m every value repeats with
 // period 2m within the row, so lane (i - m) mod 16 holds it too: gfx906 reads
@@ -107,78 +165,7 @@ __device__ __forceinline__ float kdn_wave_inclusive_sum(float v) {
 
 // ---- 64-bit values through the row operations --------------------------------
 // A double crosses lanes as its two 32-bit halves, each through the same
-// 32-bit row operation (gfx906's DPP moves 32 bits). kdn_shfl_i32 reads
-// another lane's bits unchanged (the CPU executor carries them in a float,
-// copied, never computed on).
-#if defined(KDN_BACKEND_HIP) || defined(KDN_BACKEND_CUDA)
-__device__ __forceinline__ int kdn_f64_lo(double v) { return __double2loint(v); }
-__device__ __forceinline__ int kdn_f64_hi(double v) { return __double2hiint(v); }
-__device__ __forceinline__ double kdn_f64_join(int lo, int hi) { return __hiloint2double(hi, lo); }
-#else
-__device__ __forceinline__ int kdn_f64_lo(double v) {
-    unsigned long long b;
-    __builtin_memcpy(&b, &v, sizeof b);
-    return (int)(unsigned)b;
-}
-__device__ __forceinline__ int kdn_f64_hi(double v) {
-    unsigned long long b;
-    __builtin_memcpy(&b, &v, sizeof b);
-    return (int)(unsigned)(b >> 32);
-}
-__device__ __forceinline__ double kdn_f64_join(int lo, int hi) {
-    const unsigned long long b = (unsigned long long)(unsigned)hi << 32 | (unsigned)lo;
-    double v;
-    __builtin_memcpy(&v, &b, sizeof v);
-    return v;
-}
-#endif
-
-#if defined(KDN_BACKEND_CUDA)
-__device__ __forceinline__ int kdn_shfl_i32(int v, int src) { return __shfl_sync(0xffffffffu, v, src); }
-#elif !defined(KDN_BACKEND_HIP)
-__device__ __forceinline__ int kdn_shfl_i32(int v, int src) {
-    float f;
-    __builtin_memcpy(&f, &v, sizeof f);
-    f = kdn_shfl(f, src);
-    __builtin_memcpy(&v, &f, sizeof v);
-    return v;
-}
-#endif
-
-// DPP row shift, gfx906's row_shr:N: lane i of a row of 16 reads lane i - N
-// when i % 16 >= N; the first N lanes of the row get 0 (the source lane is
-// out of the row: bound_ctrl off, so the lane keeps `old`, here 0). And the
-// 32-bit row rotation of kdn_row_ror. Other backends: the same lane mapping
-// through kdn_shfl_i32, every lane reading (a lane with no source reads its
-// own and drops it).
-#if defined(KDN_BACKEND_HIP)
-template <int N>
-__device__ __forceinline__ int kdn_row_shr_i32(int v) {
-    static_assert(N > 0 && N < 16, "row_shr shifts by 1 .. 15 lanes");
-    return __builtin_amdgcn_update_dpp(0, v, 0x110 + N, 0xF, 0xF, false);
-}
-template <int N>
-__device__ __forceinline__ int kdn_row_ror_i32(int v) {
-    static_assert(N > 0 && N < 16, "row_ror rotates by 1 .. 15 lanes");
-    return __builtin_amdgcn_update_dpp(0, v, 0x120 + N, 0xF, 0xF, false);
-}
-#else
-template <int N>
-__device__ __forceinline__ int kdn_row_shr_i32(int v) {
-    static_assert(N > 0 && N < 16, "row_shr shifts by 1 .. 15 lanes");
-    const int lane = kdn_lane();
-    const bool inside = (lane & 15) >= N;
-    const int r = kdn_shfl_i32(v, inside ? lane - N : lane);
-    return inside ? r : 0;
-}
-template <int N>
-__device__ __forceinline__ int kdn_row_ror_i32(int v) {
-    static_assert(N > 0 && N < 16, "row_ror rotates by 1 .. 15 lanes");
-    const int lane = kdn_lane();
-    return kdn_shfl_i32(v, (lane & ~15) | ((lane - N) & 15));
-}
-#endif
-
+// 32-bit row operation.
 template <int N>
 __device__ __forceinline__ double kdn_row_shr_f64(double v) {
     return kdn_f64_join(kdn_row_shr_i32<N>(kdn_f64_lo(v)), kdn_row_shr_i32<N>(kdn_f64_hi(v)));
