@@ -196,6 +196,13 @@ __global__ void kernel_huge_private(float *y) {
     y[threadIdx.x] = big[threadIdx.x * 1000];
 }
 
+// Thread t divides t by d: d = 0 traps on the host (SIGFPE). Not checked by
+// UBSan (the SANITIZE=1 build would report the division and end the process
+// before it traps), so every build tests the executor's own handler.
+__attribute__((no_sanitize("integer-divide-by-zero"))) __global__ void kernel_divide(float *y, int d) {
+    y[threadIdx.x] = (float)((int)threadIdx.x / d);
+}
+
 extern "C" {
 
 int exec_race_detector(void) {
@@ -222,6 +229,7 @@ void exec_spin_wait(float *flag) {
     KDN_LAUNCH(kernel_spin_wait, dim3(1), dim3(64), 0, flag);
 }
 void exec_huge_private(float *y) { KDN_LAUNCH(kernel_huge_private, dim3(1), dim3(64), 0, y); }
+void exec_divide(float *y, int d) { KDN_LAUNCH(kernel_divide, dim3(1), dim3(64), 0, y, d); }
 
 int exec_set_schedule(const char *name) { return kdn_cpu_set_schedule(name); }
 void exec_split_barrier(float *y) { KDN_LAUNCH(kernel_split_barrier, dim3(1), dim3(64), 0, y); }

@@ -70,6 +70,8 @@ void exec_set_timeout(double seconds);
 void exec_spin_wait(float *flag);
 /* Each thread fills a 1 MB private array: overflows its fiber stack. */
 void exec_huge_private(float *y);
+/* y[t] = t / d, 64 threads: d = 0 is an integer division by zero. */
+void exec_divide(float *y, int d);
 
 #ifdef __cplusplus
 }

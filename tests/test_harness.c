@@ -372,15 +372,21 @@ static void test_executor(void) {
     CHECK(kdn_sync() == NULL && isnan(out[0]) && isnan(out[63]));
 }
 
-/* A hang and a stack overflow become errors naming the kernel, and the
- * executor goes on (before: the run hung forever, or died of SIGSEGV). */
+/* A hang, a stack overflow and an integer division by zero become errors
+ * naming the kernel, and the executor goes on (before: the run hung
+ * forever, or died of SIGSEGV or SIGFPE). */
 static void spin_wait(float *y) { exec_spin_wait(y); }
+static void divide_by_zero(float *y) { exec_divide(y, 0); }
 
 static void test_executor_limits(void) {
     exec_set_timeout(0.5);
     fails_then_recovers(spin_wait, "kernel_spin_wait", "still running after 0.5 s");
     exec_set_timeout(300.0);
     fails_then_recovers(exec_huge_private, "kernel_huge_private", "overflowed its");
+    fails_then_recovers(divide_by_zero, "kernel_divide", "thread 0: integer division by zero");
+    float y[64];
+    exec_divide(y, 2); /* the same kernel, a divisor that is not 0 */
+    CHECK(kdn_sync() == NULL && y[0] == 0.0f && y[63] == 31.0f);
 }
 
 /* The race detector (build/cpu-race only: other builds have no hooks). Each

@@ -46,7 +46,8 @@
 // seconds of CPU time (default 300; 0: no limit) is stopped as a hang; a
 // fiber that overflows its stack hits a guard page and the launch fails
 // with that message (kernels are built with -fstack-clash-protection, so a
-// large frame probes its way down instead of jumping past the guard).
+// large frame probes its way down instead of jumping past the guard); an
+// integer division by zero in a kernel (SIGFPE) fails the launch too.
 //
 // Fibers are made once (ucontext) and then reused for every workgroup of
 // every launch: a fiber loops over "run the kernel body, report done". All
@@ -323,21 +324,35 @@ void yield(State s) {
 
 // ---- limits that would otherwise hang or crash the run ---------------------
 
-struct sigaction previous_segv;
+struct sigaction previous_segv, previous_fpe;
+
+// A fault the executor does not own goes to the handler that was there
+// before (AddressSanitizer's, the harness's, or the default: a crash) by
+// returning to the faulting instruction with that handler back in place.
+void pass_on(int sig) { sigaction(sig, sig == SIGSEGV ? &previous_segv : &previous_fpe, NULL); }
 
 // A fault in a guard region is a fiber's stack overflow: the launch fails
-// with that message. Any other fault goes to the handler that was there
-// before (AddressSanitizer's, or the default: a crash) by returning to the
-// faulting instruction with that handler back in place.
+// with that message.
 void on_segv(int sig, siginfo_t *info, void *uc) {
     (void)uc;
     uintptr_t a = (uintptr_t)info->si_addr, base = (uintptr_t)E.stacks, slot = kGuard + kStack;
-    if (E.in_fiber && E.stacks && a >= base && a < base + slot * kMaxThreads && (a - base) % slot < kGuard) {
-        fail("thread %d overflowed its %zu KB fiber stack (private arrays too large: gfx906 has no scratch "
-             "for them either)", E.cur, kStack / 1024);
-        abandon_fiber(sig);
-    }
-    sigaction(SIGSEGV, &previous_segv, NULL);
+    const bool in_guard = E.stacks && a >= base && a < base + slot * kMaxThreads && (a - base) % slot < kGuard;
+    if (!E.in_fiber || !in_guard) return pass_on(sig);
+    fail("thread %d overflowed its %zu KB fiber stack (private arrays too large: gfx906 has no scratch "
+         "for them either)", E.cur, kStack / 1024);
+    abandon_fiber(sig);
+}
+
+// An integer division by zero (or INT_MIN / -1) in a kernel traps on the
+// host; a GPU does not trap and carries garbage on. Either way a kernel bug:
+// the launch fails naming the kernel and the thread, like the faults above.
+// A trap outside a kernel (host code) is passed on.
+void on_fpe(int sig, siginfo_t *info, void *uc) {
+    (void)uc;
+    if (!E.in_fiber) return pass_on(sig);
+    fail("thread %d: %s (SIGFPE on the host; a GPU does not trap, the result would be garbage)", E.cur,
+         info->si_code == FPE_INTDIV ? "integer division by zero" : "arithmetic trap, e.g. INT_MIN / -1");
+    abandon_fiber(sig);
 }
 
 void on_timeout(int sig) {
@@ -383,8 +398,9 @@ void read_timeout(void) {
     if (bad) fail("KDN_CPU_TIMEOUT='%s': expected seconds (0: no limit)", bad);
 }
 
-// Fiber stacks, each above a PROT_NONE guard region, and the SIGSEGV
-// handler (on its own stack: the faulting one is full) that names an overflow.
+// Fiber stacks, each above a PROT_NONE guard region, the SIGSEGV handler
+// (on its own stack: the faulting one is full) that names an overflow, and
+// the SIGFPE one.
 bool ensure_stacks(void) {
     if (E.stacks) return true;
     const size_t slot = kGuard + kStack;
@@ -403,6 +419,8 @@ bool ensure_stacks(void) {
     sa.sa_sigaction = on_segv;
     sa.sa_flags = SA_SIGINFO | SA_ONSTACK;
     if (sigaltstack(&ss, NULL) != 0 || sigaction(SIGSEGV, &sa, &previous_segv) != 0) return false;
+    sa.sa_sigaction = on_fpe;
+    if (sigaction(SIGFPE, &sa, &previous_fpe) != 0) return false;
     E.stacks = (char *)p;
     return true;
 }
