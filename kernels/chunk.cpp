@@ -2,6 +2,7 @@
 // or GEMM kernels, and the strided copies between ggml's tensors and the
 // contiguous per-chunk matrices the small kernels work on.
 #include "backend/backend.h"
+#include "decay.h"
 #include "kdn.h"
 
 static const int kTile = 16;
@@ -40,7 +41,7 @@ __global__ void kernel_chunk_decays(const float *gamma, float *exp_gamma, float 
     float last = gamma[n - 1];
     exp_gamma[i] = expf(gamma[i]);
     to_end[i] = expf(last - gamma[i]);
-    if (i == n - 1) total[0] = expf(last);
+    if (i == n - 1) total[0] = kdn_decay(last); // the state's decay once per chunk: decay.h
 }
 
 // y = x * s[0], with the factor on the device (a decay computed by a kernel).

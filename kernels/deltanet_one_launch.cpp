@@ -51,6 +51,7 @@
 // strong decay.
 #include "backend/backend.h"
 #include "backend/wave.h"
+#include "decay.h"
 #include "heads.h"
 #include "kdn.h"
 
@@ -116,7 +117,7 @@ __device__ void load_chunk(OneLaunchLds<C> &L, const float *k, const float *beta
         if (tid >= n) mine = acc;
         const float gamma = (float)mine, last = (float)acc;
         L.gamma[tid] = gamma;
-        L.exp_gamma[tid] = expf(gamma);
+        L.exp_gamma[tid] = kdn_decay(gamma); // [C - 1] decays the state once per chunk: decay.h
         L.to_end[tid] = expf(last - gamma);
         L.beta[tid] = tid < n ? beta[(tok0 + tid) * H_v + h] : 0.0f;
     }

@@ -54,6 +54,7 @@
 // kdn_launch_refused, so kdn_sync() returns the failure on every backend.
 #include "backend/backend.h"
 #include "backend/wave.h"
+#include "decay.h"
 #include "heads.h"
 #include "kdn.h"
 
@@ -209,7 +210,7 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurr
         // KDA decays each row by its own factor before anything reads S; the
         // scalar gate is folded into the formulas below (a).
         if (kKda)
-            for (int r = 0; r < R; r++) S[r] *= expf(cur.gk[r]);
+            for (int r = 0; r < R; r++) S[r] *= kdn_decay(cur.gk[r]);
         // The chain from one token to the next runs through sk only: reduce it
         // first; sq and kq (needed just for o) are reduced after the update.
         float sk = 0.0f, sq = 0.0f, kq = 0.0f;
@@ -220,7 +221,7 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurr
         }
         sk = group_sum(sk);
 
-        const float a = kKda ? 1.0f : expf(cur.g);
+        const float a = kKda ? 1.0f : kdn_decay(cur.g);
         const float d = cur.beta * (cur.v - a * sk);
         for (int r = 0; r < R; r++) S[r] = fmaf(cur.k[r], d, a * S[r]);
 

@@ -70,6 +70,7 @@
 // 16-byte aligned tensors; other shapes run the same code with scalar loads.
 #include "backend/backend.h"
 #include "backend/wave.h"
+#include "decay.h"
 #include "heads.h"
 #include "kdn.h"
 
@@ -663,7 +664,7 @@ __global__ __launch_bounds__(kStateThreads) void kernel_two_launch_state(
                     for (int b = 0; b < 4; b++) acc[u][b] = fmaf(k4[jj][u], v4[b], acc[u][b]);
             }
         }
-        const float total = expf(last);
+        const float total = kdn_decay(last); // once per chunk: decay.h
         KDN_UNROLL
         for (int u = 0; u < kSRows; u++) {
             KDN_UNROLL

@@ -1,6 +1,7 @@
 // Phase 1: element-wise kernels, one thread per element.
 #include "backend/backend.h"
 #include "backend/wave.h"
+#include "decay.h"
 #include "kdn.h"
 
 static const int kBlock = 256;
@@ -25,6 +26,7 @@ __device__ __forceinline__ int global_index(void) { return (int)(blockIdx.x * bl
 
 KDN_UNARY(sigmoid, 1.0f / (1.0f + expf(-v)))
 KDN_UNARY(exp, expf(v))
+KDN_UNARY(decay, kdn_decay(v))
 KDN_UNARY(neg, -v)
 KDN_UNARY(scale, v *s)
 KDN_BINARY(add, +)
@@ -69,6 +71,9 @@ extern "C" {
 
 void kdn_sigmoid(const float *x, float *y, int n) { KDN_LAUNCH(kernel_sigmoid, grid_for(n), dim3(kBlock), 0, x, y, 0.0f, n); }
 void kdn_exp(const float *x, float *y, int n) { KDN_LAUNCH(kernel_exp, grid_for(n), dim3(kBlock), 0, x, y, 0.0f, n); }
+void kdn_decay_factors(const float *g, float *y, int n) {
+    KDN_LAUNCH(kernel_decay, grid_for(n), dim3(kBlock), 0, g, y, 0.0f, n);
+}
 void kdn_neg(const float *x, float *y, int n) { KDN_LAUNCH(kernel_neg, grid_for(n), dim3(kBlock), 0, x, y, 0.0f, n); }
 void kdn_scale(const float *x, float *y, float s, int n) { KDN_LAUNCH(kernel_scale, grid_for(n), dim3(kBlock), 0, x, y, s, n); }
 void kdn_add(const float *a, const float *b, float *y, int n) { KDN_LAUNCH(kernel_add, grid_for(n), dim3(kBlock), 0, a, b, y, n); }

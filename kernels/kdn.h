@@ -49,6 +49,8 @@ size_t kdn_flush_bytes(void);
 /* ---- phase 1: element-wise (n elements) -------------------------------- */
 void kdn_sigmoid(const float *x, float *y, int n);
 void kdn_exp(const float *x, float *y, int n);
+/* y = e^g as every layer kernel computes a decay factor (decay.h: kdn_decay) */
+void kdn_decay_factors(const float *g, float *y, int n);
 void kdn_neg(const float *x, float *y, int n);
 void kdn_scale(const float *x, float *y, float s, int n);
 void kdn_add(const float *a, const float *b, float *y, int n);

@@ -4,6 +4,9 @@
 #include "../kernels/kdn.h"
 #include "../reference/ref.h"
 
+#include <float.h>
+#include <math.h>
+
 typedef void (*UnaryKernel)(const float *, float *, int);
 typedef void (*BinaryKernel)(const float *, const float *, float *, int);
 
@@ -92,6 +95,93 @@ static void cumsum(const Test *t, Ctx *c, void (*k)(const float *, float *, int,
 static void t_cumsum(const Test *t, Ctx *c) { cumsum(t, c, kdn_cumsum_sequential); }
 static void t_cumsum_wave(const Test *t, Ctx *c) { cumsum(t, c, kdn_cumsum_wave_scan); }
 
+/* ---- the decay factor of the layer kernels (kernels/decay.h) ------------
+ * A state multiplied by a factor once per token carries T times the
+ * factor's mean error and sqrt(T) times its spread. Near g = 0, where a weak
+ * decay lets the state remember all T tokens, the factor must therefore be
+ * rounded as well as a float allows: at most DECAY_ULP_WEAK ulp off e^g and a
+ * mean error within DECAY_MEAN_WEAK ulp of 0 (CUDA's expf, 2 ulp by its
+ * documentation, moved a T = 1000 weak-decay grid case to 1.2e-5 normwise on
+ * the H100, against its 1e-5 bound: docs/tolerances.md). A strong decay
+ * forgets within a few tokens: there DECAY_ULP. kdn_decay measured over
+ * every float g with |g| <= 104: 0.531 ulp for |g| <= 1/16, 0.874 elsewhere. */
+static const double DECAY_ULP_WEAK = 0.55, DECAY_MEAN_WEAK = 0.01, DECAY_ULP = 1.0;
+static const float DECAY_WEAK_G = 0.0625f;
+enum { DECAY_EDGES = 15 };
+
+/* |got - e| in ulps of e's binade, signed; a result below FLT_MIN that is
+ * within FLT_MIN of e counts as exact (a GPU may flush it to 0; no state can
+ * tell a factor of 1e-38 from 0). */
+static double decay_ulps(float got, double e) {
+    if (e < FLT_MIN) return fabs(got - e) <= FLT_MIN ? 0.0 : INFINITY;
+    int ex;
+    frexp(e, &ex);
+    return ((double)got - e) / ldexp(1.0, ex - 24);
+}
+
+/* Every g the layer takes: the edges (+-0, +-inf, NaN, huge, a subnormal g,
+ * results that underflow or overflow), then weak decays log-uniform in
+ * |g| = 2^-30 .. 1/16 of both signs, then g uniform in [-104, 88.7] (e^g from
+ * below the smallest float to near the largest). Returns the weak count. */
+static int fill_decay_inputs(Ctx *c, float *g, int n) {
+    const float edges[DECAY_EDGES] = {0.0f,   -0.0f,  -INFINITY, INFINITY, NAN,    -1e30f, 1e30f, -FLT_MAX,
+                                      FLT_MAX, -88.8f, -103.9f,  88.72f,   89.0f, 1e-40f, -1e-45f};
+    const int weak = (n - DECAY_EDGES) / 2;
+    for (int i = 0; i < n; i++) {
+        if (i < DECAY_EDGES)
+            g[i] = edges[i];
+        else if (i < DECAY_EDGES + weak)
+            g[i] = (float)((rng_uniform(c) < 0.5 ? -1.0 : 1.0) * exp2(-30.0 + 26.0 * rng_uniform(c)));
+        else
+            g[i] = (float)(-104.0 + 192.7 * rng_uniform(c));
+    }
+    return weak;
+}
+
+static void t_decay(const Test *t, Ctx *c) {
+    const int n = t->shape.len;
+    if (n < DECAY_EDGES + 2) {
+        test_skip(c, "decay_factor needs len >= %d", DECAY_EDGES + 2);
+        return;
+    }
+    float *g = host_f(c, n), *got = host_f(c, n);
+    double *want = host_d(c, n);
+    const int weak = fill_decay_inputs(c, g, n);
+    for (int i = 0; i < n; i++) want[i] = exp((double)g[i]);
+    float *dg = dev_in(c, "g", g, n), *dy = dev_out(c, "y", n);
+    kdn_decay_factors(dg, dy, n);
+    if (dev_sync(c) != 0) return;
+    download(c, got, dy, n);
+    double worst[2] = {0.0, 0.0}, sum = 0.0;
+    int at[2] = {0, 0}, n_weak = 0;
+    for (int i = 0; i < n; i++) {
+        const int w = fabsf(g[i]) <= DECAY_WEAK_G;
+        if (isnan(g[i]) || isinf((float)want[i])) { /* NaN stays NaN; e^g past FLT_MAX is +inf */
+            if (!(isnan(g[i]) ? isnan(got[i]) : isinf(got[i]) && got[i] > 0)) {
+                test_fail(c, "decay factor of g = %a is %a, e^g is %g", g[i], got[i], want[i]);
+                return;
+            }
+            continue;
+        }
+        const double e = decay_ulps(got[i], want[i]);
+        if (!(fabs(e) <= worst[w])) worst[w] = fabs(e), at[w] = i; /* NaN: worst */
+        if (w) sum += e, n_weak++;
+    }
+    const double mean = sum / n_weak;
+    set_shape_desc(c, "n=%d: |g| <= 1/16: max %.3f ulp (<= %.2f), mean %+.4f ulp (|.| <= %.2f); elsewhere max %.3f ulp (<= %.1f)",
+                   n, worst[1], DECAY_ULP_WEAK, mean, DECAY_MEAN_WEAK, worst[0], DECAY_ULP);
+    if (!(worst[1] <= DECAY_ULP_WEAK) || !(worst[0] <= DECAY_ULP)) {
+        const int w = !(worst[1] <= DECAY_ULP_WEAK), i = at[w];
+        test_fail(c, "decay factor of g = %a is %a, %.3f ulp from e^g = %.9g (bound %.2f ulp)", g[i], got[i],
+                  worst[w], want[i], w ? DECAY_ULP_WEAK : DECAY_ULP);
+    } else if (!(fabs(mean) <= DECAY_MEAN_WEAK)) {
+        test_fail(c, "decay factors of weak decays are off by %+.4f ulp on average (bound %.2f): a state that "
+                  "remembers T tokens drifts by T times that", mean, DECAY_MEAN_WEAK);
+    }
+    /* The usual metrics on the line, for the weak factors (all near 1). */
+    expect_close_host(c, "weak", got + DECAY_EDGES, want + DECAY_EDGES, 1, weak, t->tol);
+}
+
 /* ---- footprints: the arrays above, by test ---- */
 static void footprint(const Test *t, Footprint *f) {
     size_t n = (size_t)t->shape.len, rows = (size_t)t->shape.rows, cols = (size_t)t->shape.cols;
@@ -102,6 +192,7 @@ static void footprint(const Test *t, Footprint *f) {
         return;
     }
     if (t->run == t_cumsum || t->run == t_cumsum_wave) n *= (size_t)t->shape.count;
+    if (t->run == t_decay) fp_host_f(f, n); /* the downloaded factors */
     for (int i = 0; i < inputs; i++) fp_host_f(f, n), fp_dev(f, n);
     fp_host_d(f, n), fp_dev(f, n), fp_compare(f, n);
 }
@@ -109,6 +200,8 @@ static void footprint(const Test *t, Footprint *f) {
 static const Test tests[] = {
     {1, "sigmoid", "unfused", TOL_TRANSC, {.len = 1024}, t_sigmoid},
     {1, "exp", "unfused", TOL_TRANSC, {.len = 1024}, t_exp},
+    /* rtol: 0.55 ulp of a factor near 1, relative; the ulp checks decide */
+    {1, "decay_factor", "all", {0.0, 0.55 * 0x1p-23, 0.0}, {.len = 1 << 17}, t_decay},
     {1, "mul", "unfused", TOL_ARITH, {.len = 1024}, t_mul},
     {1, "cumsum", "unfused", TOL_ACCUM(64, 64), {.len = 64, .count = 1}, t_cumsum},
     {1, "cumsum_wave_scan", "unfused", TOL_ACCUM(160, 160), {.len = 160, .count = 4}, t_cumsum_wave},

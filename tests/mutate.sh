@@ -42,6 +42,9 @@ fault rec_out_state kernels/deltanet_recurrent.cpp 's/fmaf\(d, kq, a \* sq\)/fma
 fault rec_delta kernels/deltanet_recurrent.cpp 's/const float d = cur.beta \*/const float d = 0.999f * cur.beta */' "$REC"
 fault rec_decay kernels/deltanet_recurrent.cpp 's/S\[r\] = fmaf\(cur.k\[r\], d, a \* S\[r\]\)/S[r] = fmaf(cur.k[r], d, 0.999f * a * S[r])/' "$REC"
 fault rec_decay_after_update kernels/deltanet_recurrent.cpp 's/S\[r\] = fmaf\(cur.k\[r\], d, a \* S\[r\]\)/S[r] = a * fmaf(cur.k[r], d, S[r])/' "$REC"
+# the per-token decay factor off by 2^-23 with a steady sign (as CUDA's expf was, a tenth of it:
+# docs/tolerances.md): the weak-decay T = 1000 grid case must see it
+fault rec_decay_biased kernels/deltanet_recurrent.cpp 's/kdn_decay\(cur.g\)/(expf(cur.g) * (1.0f + 0x1p-23f))/' "grid_recurrent"
 fault one_launch_out_intra kernels/deltanet_one_launch.cpp 's/fmaf\(L.exp_gamma\[t\], qs\[m\], pd\[m\]\)/fmaf(L.exp_gamma[t], qs[m], 0.999f * pd[m])/' "$ONE_LAUNCH"
 fault one_launch_out_state kernels/deltanet_one_launch.cpp 's/fmaf\(L.exp_gamma\[t\], qs\[m\], pd\[m\]\)/fmaf(0.999f * L.exp_gamma[t], qs[m], pd[m])/' "$ONE_LAUNCH"
 fault one_launch_delta kernels/deltanet_one_launch.cpp 's/L.rd\[t\]\[b\] = L.beta\[t\] \*/L.rd[t][b] = 0.999f * L.beta[t] */' "$ONE_LAUNCH"
