@@ -6,14 +6,18 @@
 // the columns are independent and this kernel splits them across threads.
 //
 // Work split
-//   grid      (ceil(D_v / 16), H_v, n_seqs): one workgroup per 16 state
-//             columns of one head of one sequence -> every head and sequence in
-//             one launch, and 256 workgroups even for a single sequence of the
-//             default model (D_v = 128, H_v = 32), so all CUs get work at B = 1.
+//   grid      (ceil(D_v / (16 kCols)), H_v, n_seqs): one workgroup per
+//             16 kCols state columns of one head of one sequence -> every head
+//             and sequence in one launch; for a single sequence of the default
+//             model (D_v = 128, H_v = 32) 256 workgroups at decode (kCols = 1),
+//             128 for prompts (kCols = 2).
 //   workgroup 256 threads = 16 groups of kGroup = 16 lanes (4 waves on gfx906,
 //             8 warps on CUDA; a group never straddles a wave for KDN_WAVE 32 or
 //             64). No LDS, no barriers.
-//   group     owns one state column b, i.e. D_k contiguous floats.
+//   group     owns kCols state columns, 16 apart (so each set of 16 is
+//             contiguous across the workgroup), i.e. kCols x D_k floats; the
+//             description below is per column b. Prompts take kCols = 2: one
+//             k, q (loads, registers, k.q) serve both columns (launch()).
 //   lane      lane j of a group owns R = ceil(D_k / 16) rows of that column,
 //             kept in R registers for all T tokens (the state is read once and
 //             written once): runs of 4 consecutive rows 4j .. 4j+3, 64 rows
@@ -75,13 +79,21 @@ __device__ __forceinline__ float group_sum(float a) { return kdn_row_sum16(a); }
 
 __device__ __forceinline__ void group_sum2(float &a, float &b) { kdn_row_sum16x2(a, b); }
 
+// N sums over the group, two at a time with their exchanges interleaved.
+template <int N>
+__device__ __forceinline__ void group_sums(float x[N]) {
+    for (int i = 0; i + 1 < N; i += 2) group_sum2(x[i], x[i + 1]);
+    if (N % 2) x[N - 1] = group_sum(x[N - 1]);
+}
+
 // One token's inputs as this lane needs them: its rows of k and q (and of
-// the KDA gate), then the scalars v_b, g and beta of the token.
-template <int R, bool kKda>
+// the KDA gate), then the scalars of the token: v of each of the lane's
+// kCols columns, g and beta.
+template <int R, bool kKda, int kCols>
 struct TokenIn {
     float k[R], q[R];
     float gk[kKda ? R : 1]; // KDA: log-decay of this lane's state rows
-    float v, g, beta;
+    float v[kCols], g, beta;
 };
 
 // Where a token of this lane's (sequence, head, column, rows) sits in each
@@ -131,22 +143,30 @@ __device__ __forceinline__ void store_rows(float *p, int n_rows, const float x[R
     }
 }
 
-template <int R, bool kFull, bool kKda, bool kVec>
-__device__ __forceinline__ void load_token(TokenIn<R, kKda> &x, const TokenPtrs &p, int n_rows) {
+// dv[i]: where column i's v sits relative to p.v (dv[0] = 0).
+template <int R, bool kFull, bool kKda, bool kVec, int kCols>
+__device__ __forceinline__ void load_token(TokenIn<R, kKda, kCols> &x, const TokenPtrs &p, int n_rows,
+                                           const int dv[kCols]) {
     load_rows<R, kFull, kVec>(p.k, n_rows, x.k);
     load_rows<R, kFull, kVec>(p.q, n_rows, x.q);
     if (kKda) load_rows<R, kFull, kVec>(p.g, n_rows, x.gk);
-    x.v = p.v[0];
+    for (int i = 0; i < kCols; i++) x.v[i] = p.v[dv[i]];
     x.g = kKda ? 0.0f : p.g[0];
     x.beta = p.beta[0];
 }
 
-// Stores this lane's rows of column b of S into snapshot slot `slot`.
-template <int R, bool kFull, bool kVec>
-__device__ __forceinline__ void store_state(const KdnRecurrentCall &c, const float S[R], int slot, size_t s_off,
-                                            int n_rows) {
+// Stores this lane's rows of its columns of S (those inside D_v) into
+// snapshot slot `slot`; s_off is the first column's offset, dv[i] column i's
+// distance from it.
+template <int R, bool kFull, bool kVec, int kCols>
+__device__ __forceinline__ void store_states(const KdnRecurrentCall &c, const float S[kCols][R], int slot,
+                                             size_t s_off, int n_rows, const bool col_ok[kCols],
+                                             const int dv[kCols]) {
     const size_t slot_floats = (size_t)c.s.D_k * c.s.D_v * c.s.H_v * c.s.n_seqs;
-    store_rows<R, kFull, kVec>(c.snapshots + (size_t)slot * slot_floats + s_off, n_rows, S);
+    for (int i = 0; i < kCols; i++)
+        if (col_ok[i])
+            store_rows<R, kFull, kVec>(c.snapshots + (size_t)slot * slot_floats + s_off + (size_t)dv[i] * c.s.D_k,
+                                       n_rows, S[i]);
 }
 
 // kSnap: snapshots stored inside the token loop (K > 1, and the KDA variant);
@@ -161,42 +181,49 @@ __device__ __forceinline__ void store_state(const KdnRecurrentCall &c, const flo
 // needs 36 VGPRs on gfx906 (7 waves per SIMD; 50 with the loop, 4 waves:
 // the B = 1 grid then took two rounds of 240 slots; docs/performance.md,
 // issue 14).
-template <int R, bool kFull, bool kKda, bool kSnap, bool kVec, bool kAhead>
+template <int R, bool kFull, bool kKda, bool kSnap, bool kVec, bool kAhead, int kCols>
 __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurrentCall c) {
     const int T = c.s.T, H_k = c.s.H_k, H_v = c.s.H_v, D_k = c.s.D_k, D_v = c.s.D_v;
     const int tid = (int)threadIdx.x;
     // lane % kGroup (groups are aligned inside the wave) picks the lane's rows
     const int row0 = tid % kGroup * Rows<kVec>::kRun;
-    const int col = (int)blockIdx.x * kColsPerBlock + tid / kGroup;
     const int h = (int)blockIdx.y;
     const int seq = (int)blockIdx.z;
     const int hk = kdn_key_head(h, H_k, H_v, c.s.head_map);
+    // The group's kCols columns lie kColsPerBlock apart, so that each of them
+    // is contiguous across the workgroup's groups (coalesced v loads, o stores).
     // Columns past D_v (last workgroup only) still run, so that every lane
     // joins the shuffles; they read column D_v - 1 and store nothing.
-    const bool col_ok = col < D_v;
-    const int b = col_ok ? col : D_v - 1;
+    bool col_ok[kCols];
+    int b[kCols], dv[kCols]; // column, and its offset from the first one
+    for (int i = 0; i < kCols; i++) {
+        const int col = ((int)blockIdx.x * kCols + i) * kColsPerBlock + tid / kGroup;
+        col_ok[i] = col < D_v;
+        b[i] = col_ok[i] ? col : D_v - 1;
+        dv[i] = b[i] - b[0];
+    }
     // This lane's rows start at row0 (Rows<kVec>); rows past D_k (only when
     // !kFull) hold zeros in S, k and q, so they add nothing anywhere.
     const int n_rows = D_k - row0;
 
     const float *__restrict__ state_in = c.state_in;
-    const size_t s_off = ((size_t)(seq * H_v + h) * D_v + b) * D_k + row0;
-    float S[R];
-    load_rows<R, kFull, kVec>(state_in + s_off, n_rows, S);
+    const size_t s_off = ((size_t)(seq * H_v + h) * D_v + b[0]) * D_k + row0; // column i: + dv[i] * D_k
+    float S[kCols][R];
+    for (int i = 0; i < kCols; i++) load_rows<R, kFull, kVec>(state_in + s_off + (size_t)dv[i] * D_k, n_rows, S[i]);
 
     TokenPtrs p;
     p.k = c.k + seq * c.k_st[2] + hk * c.k_st[0] + row0;
     p.q = c.q + seq * c.q_st[2] + hk * c.q_st[0] + row0;
-    p.v = c.v + seq * c.v_st[2] + h * c.v_st[0] + b;
+    p.v = c.v + seq * c.v_st[2] + h * c.v_st[0] + b[0];
     p.g = c.g + seq * c.g_st[2] + h * c.g_st[0] + (kKda ? row0 : 0);
     p.beta = c.beta + seq * c.beta_st[2] + h * c.beta_st[0];
     p.st_k = c.k_st[1], p.st_q = c.q_st[1], p.st_v = c.v_st[1], p.st_g = c.g_st[1], p.st_beta = c.beta_st[1];
     const size_t st_o = (size_t)H_v * D_v;
-    float *ob = c.o + ((size_t)seq * T * H_v + h) * D_v + b;
+    float *ob = c.o + ((size_t)seq * T * H_v + h) * D_v + b[0]; // column i: ob[dv[i]]
 
     // p points at token min(t + 1, T - 1) during token t
-    TokenIn<R, kKda> cur;
-    if (T > 0) load_token<R, kFull, kKda, kVec>(cur, p, n_rows);
+    TokenIn<R, kKda, kCols> cur;
+    if (T > 0) load_token<R, kFull, kKda, kVec, kCols>(cur, p, n_rows, dv);
     if (T > 1) p.next();
 
     // The decode instantiation (no token ahead) is launched for T <= 1 only:
@@ -204,39 +231,50 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurr
     const int n_tokens = kAhead ? T : (T < 1 ? T : 1);
     for (int t = 0; t < n_tokens; t++) {
         // Prefetch token t + 1 (the last token reloads itself: branch-free).
-        TokenIn<R, kKda> nxt;
-        if (kAhead) load_token<R, kFull, kKda, kVec>(nxt, p, n_rows);
+        TokenIn<R, kKda, kCols> nxt;
+        if (kAhead) load_token<R, kFull, kKda, kVec, kCols>(nxt, p, n_rows, dv);
 
         // KDA decays each row by its own factor before anything reads S; the
         // scalar gate is folded into the formulas below (a).
         if (kKda)
-            for (int r = 0; r < R; r++) S[r] *= kdn_decay(cur.gk[r]);
+            for (int i = 0; i < kCols; i++)
+                for (int r = 0; r < R; r++) S[i][r] *= kdn_decay(cur.gk[r]);
         // The chain from one token to the next runs through sk only: reduce it
-        // first; sq and kq (needed just for o) are reduced after the update.
-        float sk = 0.0f, sq = 0.0f, kq = 0.0f;
-        for (int r = 0; r < R; r++) sk = fmaf(S[r], cur.k[r], sk);
-        for (int r = 0; r < R; r++) {
-            sq = fmaf(S[r], cur.q[r], sq);
-            kq = fmaf(cur.k[r], cur.q[r], kq);
+        // first; S.q of each column and k.q (needed just for o) are reduced
+        // after the update. k.q is the same for all the group's columns.
+        float sk[kCols], dots[kCols + 1]; // dots: S.q per column, then k.q
+        for (int i = 0; i < kCols; i++) {
+            sk[i] = 0.0f;
+            for (int r = 0; r < R; r++) sk[i] = fmaf(S[i][r], cur.k[r], sk[i]);
         }
-        sk = group_sum(sk);
+        dots[kCols] = 0.0f;
+        for (int r = 0; r < R; r++) dots[kCols] = fmaf(cur.k[r], cur.q[r], dots[kCols]);
+        for (int i = 0; i < kCols; i++) {
+            dots[i] = 0.0f;
+            for (int r = 0; r < R; r++) dots[i] = fmaf(S[i][r], cur.q[r], dots[i]);
+        }
+        group_sums<kCols>(sk);
 
         const float a = kKda ? 1.0f : kdn_decay(cur.g);
-        const float d = cur.beta * (cur.v - a * sk);
-        for (int r = 0; r < R; r++) S[r] = fmaf(cur.k[r], d, a * S[r]);
+        float d[kCols];
+        for (int i = 0; i < kCols; i++) {
+            d[i] = cur.beta * (cur.v[i] - a * sk[i]);
+            for (int r = 0; r < R; r++) S[i][r] = fmaf(cur.k[r], d[i], a * S[i][r]);
+        }
 
-        group_sum2(sq, kq);
+        group_sums<kCols + 1>(dots);
         // o is linear in q: ggml's 1/sqrt(S_v) on q is one multiply here.
-        if (row0 == 0 && col_ok) *ob = c.q_scale * fmaf(d, kq, a * sq);
+        for (int i = 0; i < kCols; i++)
+            if (row0 == 0 && col_ok[i]) ob[dv[i]] = c.q_scale * fmaf(d[i], dots[kCols], a * dots[i]);
         ob += st_o;
         // Snapshot slot T-1-t holds the state after token t (slot 0: final).
-        if (kSnap && col_ok && T - 1 - t < c.K) store_state<R, kFull, kVec>(c, S, T - 1 - t, s_off, n_rows);
+        if (kSnap && T - 1 - t < c.K) store_states<R, kFull, kVec, kCols>(c, S, T - 1 - t, s_off, n_rows, col_ok, dv);
         if (kAhead) cur = nxt;
-        else if (t + 1 < T) load_token<R, kFull, kKda, kVec>(cur, p, n_rows);
+        else if (t + 1 < T) load_token<R, kFull, kKda, kVec, kCols>(cur, p, n_rows, dv);
         if (t + 2 < T) p.next();
     }
     // Without kSnap, or with no token at all: slot 0 gets the state as it is now.
-    if ((!kSnap || T == 0) && col_ok) store_state<R, kFull, kVec>(c, S, 0, s_off, n_rows);
+    if (!kSnap || T == 0) store_states<R, kFull, kVec, kCols>(c, S, 0, s_off, n_rows, col_ok, dv);
 }
 
 static const char *unsupported(const KdnRecurrentCall *c) {
@@ -248,19 +286,30 @@ static const char *unsupported(const KdnRecurrentCall *c) {
     return NULL;
 }
 
+// The grid of a launch with kCols columns per group: a workgroup per
+// 16 x kCols columns of one head of one sequence.
+static dim3 grid_of(const KdnRecurrentCall *c, int cols) {
+    return dim3((unsigned)KDN_CEIL_DIV(c->s.D_v, cols * kColsPerBlock), (unsigned)c->s.H_v, (unsigned)c->s.n_seqs);
+}
+
+// Four variants: scalar gate K = 1 for decode (T = 1) and for prompts, scalar
+// gate with snapshots, KDA gate (with or without snapshots). Prompts run two
+// columns per group: k, q, their loads and k.q serve both, 191 instructions
+// per token on gfx906 where two groups of one column take 2 x 130, and half
+// the workgroups (128 at B = 1: one MI50 round at 3 waves per SIMD, where
+// 256 one-column workgroups took 240 + 16); on the H100 level at B = 1 and
+// 5-7 % faster at B = 4 (docs/performance.md, issue 14).
 template <int R, bool kFull, bool kVec>
 static void launch(const KdnRecurrentCall *c) {
-    dim3 grid((unsigned)KDN_CEIL_DIV(c->s.D_v, kColsPerBlock), (unsigned)c->s.H_v, (unsigned)c->s.n_seqs);
-    // four variants: scalar gate K = 1 for decode (T = 1) and for prompts,
-    // scalar gate with snapshots, KDA gate (with or without snapshots)
+    const dim3 block(kBlock);
     if (c->kda)
-        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, true, true, kVec, true>), grid, dim3(kBlock), 0, *c);
+        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, true, true, kVec, true, 1>), grid_of(c, 1), block, 0, *c);
     else if (c->K > 1)
-        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, true, kVec, true>), grid, dim3(kBlock), 0, *c);
+        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, true, kVec, true, 1>), grid_of(c, 1), block, 0, *c);
     else if (c->s.T > 1)
-        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, false, kVec, true>), grid, dim3(kBlock), 0, *c);
+        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, false, kVec, true, 2>), grid_of(c, 2), block, 0, *c);
     else
-        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, false, kVec, false>), grid, dim3(kBlock), 0, *c);
+        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, false, kVec, false, 1>), grid_of(c, 1), block, 0, *c);
 }
 
 static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }

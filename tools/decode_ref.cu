@@ -1,8 +1,13 @@
-// Decode and short prompts, three calls timed the same way in one process: a
-// device-to-device copy of the state (the bytes a decode step must move),
-// ggml's token-recurrent CUDA kernel (llama.cpp's, compiled from a ggml
-// checkout by tools/decode_ref.sh: never kept in this repository) and libkdn's
-// kdn_deltanet_recurrent, on Qwen3-Next heads (H_k = 16, H_v = 32, D = 128).
+// One layer call at a range of prompt lengths, five calls timed the same way
+// in one process: a device-to-device copy of the state (the bytes a decode
+// step must move), ggml's token-recurrent CUDA kernel (llama.cpp's, compiled
+// from a ggml checkout by tools/decode_ref.sh: never kept in this
+// repository) and libkdn's recurrent kernel (kdn_deltanet_recurrent), its
+// two-launch chunked form (kdn_deltanet_two_launch) and its automatic choice
+// between the two (kdn_deltanet_auto, what the library runs under
+// KDN_PATH_AUTO), on Qwen3-Next heads (H_k = 16, H_v = 32, D = 128, C = 64).
+//
+// usage: decode_ref LABEL [T:B ...]   (default shapes: 1:1 1:4 1:128 64:1 64:4)
 //
 // Each call is timed two ways, the L2 flushed (256 MB written) before each run:
 //   sync    the harness's way (kdn_time_ms): wait for the flush, record the
@@ -37,7 +42,7 @@ __device__ __forceinline__ float warp_reduce_sum(float x) {
 }
 #include GGML_GDN_KERNEL
 
-enum { H_K = 16, H_V = 32, D = 128, REPS = 50 };
+enum { H_K = 16, H_V = 32, D = 128, CHUNK = 64, REPS = 50 };
 static const size_t kFlushBytes = (size_t)256 << 20;
 
 #define CHECK(x)                                                                            \
@@ -50,9 +55,11 @@ static const size_t kFlushBytes = (size_t)256 << 20;
     } while (0)
 
 typedef struct {
-    int T, B;
+    int T, B, reps;
     float *q, *k, *v, *g, *beta, *state, *o, *state_out, *copy_dst;
     size_t state_bytes;
+    void *workspace; // the chunked form's buffers (kdn_chunk_buffers_bytes)
+    KdnChunkBuffers chunks;
 } Problem;
 
 static float *upload_random(size_t n, float lo, float hi, unsigned *seed) {
@@ -68,10 +75,17 @@ static float *upload_random(size_t n, float lo, float hi, unsigned *seed) {
 }
 
 // Unit-norm-ish k and q (entries of size 1/sqrt(D)), log-decays in [-0.5, 0), beta in (0, 1).
+static KdnShape shape_of(const Problem *p) {
+    KdnShape s = {p->T, p->B, H_K, H_V, D, D, CHUNK, 0}; // head_map 0: ggml's tiled heads
+    return s;
+}
+
 static void make_problem(Problem *p, int T, int B) {
     unsigned seed = 12345u;
     const float a = 1.0f / sqrtf((float)D);
     p->T = T, p->B = B;
+    // fewer runs where one run is long (T = 16384, B = 4: ~50 ms for ggml's kernel)
+    p->reps = (long)T * B >= 16384 ? 10 : (long)T * B >= 1024 ? 20 : REPS;
     p->q = upload_random((size_t)D * H_K * T * B, -a, a, &seed);
     p->k = upload_random((size_t)D * H_K * T * B, -a, a, &seed);
     p->v = upload_random((size_t)D * H_V * T * B, -1.0f, 1.0f, &seed);
@@ -82,11 +96,15 @@ static void make_problem(Problem *p, int T, int B) {
     CHECK(cudaMalloc(&p->o, (size_t)D * H_V * T * B * sizeof(float)));
     CHECK(cudaMalloc(&p->state_out, p->state_bytes));
     CHECK(cudaMalloc(&p->copy_dst, p->state_bytes));
+    const KdnShape s = shape_of(p);
+    CHECK(cudaMalloc(&p->workspace, kdn_chunk_buffers_bytes(&s)));
+    kdn_chunk_buffers_carve(p->workspace, &s, &p->chunks);
 }
 
 static void free_problem(Problem *p) {
     float *bufs[] = {p->q, p->k, p->v, p->g, p->beta, p->state, p->o, p->state_out, p->copy_dst};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
+    cudaFree(p->workspace);
 }
 
 static void run_copy(const Problem *p) {
@@ -105,8 +123,18 @@ static void run_ggml(const Problem *p) {
 }
 
 static void run_kdn(const Problem *p) {
-    KdnShape s = {p->T, p->B, H_K, H_V, D, D, 64, 0}; // head_map 0: ggml's tiled heads
+    const KdnShape s = shape_of(p);
     kdn_deltanet_recurrent(&s, p->q, p->k, p->v, p->g, p->beta, p->state, p->o, p->state_out);
+}
+
+static void run_two_launch(const Problem *p) {
+    const KdnShape s = shape_of(p);
+    kdn_deltanet_two_launch(&s, &p->chunks, p->q, p->k, p->v, p->g, p->beta, p->state, p->o, p->state_out);
+}
+
+static void run_auto(const Problem *p) {
+    const KdnShape s = shape_of(p);
+    kdn_deltanet_auto(&s, &p->chunks, p->q, p->k, p->v, p->g, p->beta, p->state, p->o, p->state_out);
 }
 
 static int cmp_float(const void *a, const void *b) {
@@ -114,15 +142,16 @@ static int cmp_float(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-// Median and min (us) of REPS cold runs of `call`; queued: no host wait between the flush and the start event.
+// Median and min (us) of p->reps cold runs of `call`; queued: no host wait between the flush and the start event.
 static void time_call(void (*call)(const Problem *), const Problem *p, void *junk, int queued, float *median,
                       float *min) {
     float us[REPS];
+    const int reps = p->reps;
     cudaEvent_t start, stop;
     CHECK(cudaEventCreate(&start));
     CHECK(cudaEventCreate(&stop));
     call(p); // warm-up
-    for (int i = 0; i < REPS; i++) {
+    for (int i = 0; i < reps; i++) {
         CHECK(cudaMemsetAsync(junk, i & 0xff, kFlushBytes, 0));
         if (!queued) CHECK(cudaDeviceSynchronize());
         CHECK(cudaEventRecord(start, 0));
@@ -138,8 +167,8 @@ static void time_call(void (*call)(const Problem *), const Problem *p, void *jun
         fprintf(stderr, "decode_ref: libkdn: %s\n", err);
         exit(1);
     }
-    qsort(us, REPS, sizeof us[0], cmp_float);
-    *median = 0.5f * (us[REPS / 2 - 1] + us[REPS / 2]);
+    qsort(us, reps, sizeof us[0], cmp_float);
+    *median = 0.5f * (us[reps / 2 - 1] + us[reps / 2]);
     *min = us[0];
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
@@ -159,8 +188,9 @@ static void max_diff(const float *a, const float *b, size_t n, double *diff, dou
     free(hb);
 }
 
-// ggml's and libkdn's o and state after one call each; NaN shows as nan.
-static void agreement(Problem *p, double *o_rel, double *s_rel) {
+// ggml's and one libkdn call's o and state after one call each (relative to
+// the largest of ggml's); NaN shows as nan.
+static void agreement(Problem *p, void (*call)(const Problem *), double *o_rel, double *s_rel) {
     const size_t n_o = (size_t)D * H_V * p->T * p->B, n_s = p->state_bytes / sizeof(float);
     float *o_ggml, *s_ggml;
     CHECK(cudaMalloc(&o_ggml, n_o * sizeof(float)));
@@ -170,7 +200,7 @@ static void agreement(Problem *p, double *o_rel, double *s_rel) {
     CHECK(cudaMemcpy(s_ggml, p->state_out, n_s * sizeof(float), cudaMemcpyDeviceToDevice));
     CHECK(cudaMemset(p->o, 0xff, n_o * sizeof(float))); // NaN: a row libkdn missed shows
     CHECK(cudaMemset(p->state_out, 0xff, n_s * sizeof(float)));
-    run_kdn(p);
+    call(p);
     const char *err = kdn_sync();
     if (err) {
         fprintf(stderr, "decode_ref: libkdn: %s\n", err);
@@ -194,23 +224,38 @@ int main(int argc, char **argv) {
     }
     void *junk = NULL;
     CHECK(cudaMalloc(&junk, kFlushBytes));
-    static const int shapes[][2] = {{1, 1}, {1, 4}, {1, 128}, {64, 1}, {64, 4}};
+    static const char *default_shapes[] = {"1:1", "1:4", "1:128", "64:1", "64:4"};
+    const char *const *shapes = argc > 2 ? (const char *const *)argv + 2 : default_shapes;
+    const int n_shapes = argc > 2 ? argc - 2 : (int)(sizeof default_shapes / sizeof default_shapes[0]);
+    // kdn: the recurrent kernel (the name earlier result files use); the
+    // libkdn calls' rows carry their own agreement with ggml, the copy's and
+    // ggml's the recurrent kernel's
     static const struct {
         const char *name;
         void (*call)(const Problem *);
-    } calls[] = {{"copy", run_copy}, {"ggml", run_ggml}, {"kdn", run_kdn}};
+        int libkdn;
+    } calls[] = {{"copy", run_copy, 0}, {"ggml", run_ggml, 0}, {"kdn", run_kdn, 1},
+                 {"two_launch", run_two_launch, 1}, {"auto", run_auto, 1}};
+    const int N_CALLS = (int)(sizeof calls / sizeof calls[0]);
     printf("build\tT\tB\tcall\tmethod\tmedian_us\tmin_us\to_rel_diff\tstate_rel_diff\n");
-    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+    for (int s = 0; s < n_shapes; s++) {
+        int T = 0, B = 0;
+        char end = 0;
+        if (sscanf(shapes[s], "%d:%d%c", &T, &B, &end) != 2 || T < 1 || B < 1) {
+            fprintf(stderr, "decode_ref: want T:B with T, B >= 1, got '%s'\n", shapes[s]);
+            return 2;
+        }
         Problem p;
-        make_problem(&p, shapes[s][0], shapes[s][1]);
-        double o_rel, s_rel;
-        agreement(&p, &o_rel, &s_rel);
+        make_problem(&p, T, B);
+        double o_rel[N_CALLS], s_rel[N_CALLS];
+        for (int c = 0; c < N_CALLS; c++)
+            agreement(&p, calls[c].libkdn ? calls[c].call : run_kdn, &o_rel[c], &s_rel[c]);
         for (int queued = 0; queued < 2; queued++)
-            for (size_t c = 0; c < sizeof calls / sizeof calls[0]; c++) {
+            for (int c = 0; c < N_CALLS; c++) {
                 float med, mn;
                 time_call(calls[c].call, &p, junk, queued, &med, &mn);
                 printf("%s\t%d\t%d\t%s\t%s\t%.2f\t%.2f\t%.2e\t%.2e\n", label, p.T, p.B, calls[c].name,
-                       queued ? "queued" : "sync", med, mn, o_rel, s_rel);
+                       queued ? "queued" : "sync", med, mn, o_rel[c], s_rel[c]);
             }
         free_problem(&p);
     }

@@ -5,11 +5,14 @@
 # checkout's src/ggml-cuda/gated_delta_net.cu; nothing of it is kept here),
 # builds decode_ref.cu against the libkdn.a of each TREE (a checkout of this
 # repository with `make lib BACKEND=cuda` done) and runs the binaries
-# alternately, twice each. Prints a TSV: build, T, B, call, method, median and
-# min us, ggml-vs-libkdn difference of o and state.
+# alternately, twice each. Prints a TSV: build, T, B, call (copy, ggml, kdn =
+# the recurrent kernel, two_launch, auto), method (sync, queued), median and
+# min us, ggml-vs-that-call difference of o and state; tools/sweep_table.py
+# turns it into the side-by-side table. DECODE_REF_SHAPES: the shapes, as
+# space-separated T:B (default: decode_ref.cu's 1:1 1:4 1:128 64:1 64:4).
 # usage: tools/decode_ref.sh GGML_GDN_CU OUTDIR TREE [TREE ...]   (CUDA machine)
 set -euo pipefail
-[ $# -ge 3 ] || { sed -n '10p' "$0" | sed 's/^# //'; exit 2; }
+[ $# -ge 3 ] || { sed -n '13p' "$0" | sed 's/^# //'; exit 2; }
 src=$1 out=$2; shift 2
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 mkdir -p "$out"
@@ -26,6 +29,8 @@ for tree in "$@"; do
 done
 for pass in 1 2; do
     for b in "${bins[@]}"; do
-        if [ "$pass$b" = "1${bins[0]}" ]; then "$b" "${b##*/decode_ref_}"; else "$b" "${b##*/decode_ref_}" | tail -n +2; fi
+        # shellcheck disable=SC2086 # the shapes are words
+        if [ "$pass$b" = "1${bins[0]}" ]; then "$b" "${b##*/decode_ref_}" ${DECODE_REF_SHAPES:-}
+        else "$b" "${b##*/decode_ref_}" ${DECODE_REF_SHAPES:-} | tail -n +2; fi
     done
 done | tee "$out/decode_ref.tsv"

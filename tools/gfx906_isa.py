@@ -464,23 +464,34 @@ def work_state(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
     return wg, chunks * per_chunk, bytes_
 
 
-def work_recurrent(T, B, Dk=D_K, Dv=D_V):
-    """kernel_deltanet_recurrent: a workgroup per 16 state columns of a head."""
-    wg = -(-Dv // 16) * H_V * B
+def work_recurrent(T, B, Dk=D_K, Dv=D_V, cols=1):
+    """kernel_deltanet_recurrent: a workgroup per 16 x cols state columns of a
+    head (16 groups of 16 lanes, each group cols columns). Work: S.k, S.q and
+    the update per row and column (3 FMAs); a wave issues, per token and row
+    of its lanes, those for each of its cols columns plus one for k.q, which
+    every column of a group shares (so the cols = 2 layout issues 7 FMA
+    instructions per row where two groups of cols = 1 issue 8)."""
+    wg = -(-Dv // (16 * cols)) * H_V * B
     heads = H_V * B
     bytes_ = 2 * heads * Dk * Dv * 4 + T * B * (2 * H_K * Dk + H_V * (2 * Dv + 2)) * 4
-    return wg, T * 3 * Dk * 16, bytes_
+    return wg, T * 3 * Dk * 16 * cols, bytes_, T * (3 * cols + 1) * -(-Dk // 16)
+
+
+def work_recurrent_2cols(T, B):
+    return work_recurrent(T, B, cols=2)
 
 
 # kernel (short name, template arguments), waves/SIMD it is designed for, work function, the calls it
 # stands for. The recurrent kernel has two: prompts run its instantiation with the next token's loads
-# ahead (scalar gate, no snapshots in the loop; D_k = 128: R = 8, full rows, 16-byte row runs), decode
-# (T = 1) the one without (a single token, no loop: fewer VGPRs, 5 waves per SIMD so that the B = 1 grid
-# of 256 workgroups fits the 300 slots of one round).
+# ahead (scalar gate, no snapshots in the loop; D_k = 128: R = 8, full rows, 16-byte row runs) and two
+# state columns per group (128 workgroups at B = 1: one round of 180 slots at 3 waves per SIMD), decode
+# (T = 1) the one without, one column per group (a single token, no loop: 5 waves per SIMD or more, so
+# that the B = 1 grid of 256 workgroups fits one round).
 PRODUCT = [("kernel_two_launch_intra", "64, true", 2, work_intra, ("prefill",)),
            ("kernel_two_launch_state", "64, true", 2, work_state, ("prefill",)),
-           ("kernel_deltanet_recurrent", "8, true, false, false, true, true", 4, work_recurrent, ("prefill",)),
-           ("kernel_deltanet_recurrent", "8, true, false, false, true, false", 5, work_recurrent, ("decode",))]
+           ("kernel_deltanet_recurrent", "8, true, false, false, true, true, 2", 3, work_recurrent_2cols,
+            ("prefill",)),
+           ("kernel_deltanet_recurrent", "8, true, false, false, true, false, 1", 5, work_recurrent, ("decode",))]
 SHAPES = [("prefill", 1024, 1), ("prefill", 1024, 4), ("prefill", 4096, 1), ("prefill", 4096, 4),
           ("prefill", 16384, 1), ("prefill", 16384, 4), ("decode", 1, 1), ("decode", 1, 4), ("decode", 1, 128)]
 
