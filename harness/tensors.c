@@ -262,18 +262,20 @@ static void dump(Ctx *c, const char *name, const void *x, int word, int ndim, co
     if (npy_write(path, x, word, ndim, shape, err, sizeof err) != 0) test_error(c, "--dump: %s", err);
 }
 
-void dump_floats(Ctx *c, const char *tensor, const float *x, int ndim, const size_t *shape) {
+/* A tensor of `word`-byte elements under the test's unique name for it. */
+static void dump_named(Ctx *c, const char *tensor, const void *x, int word, int ndim, const size_t *shape) {
     if (!dump_dir) return;
     char name[80];
     unique_name(c, tensor, name, sizeof name);
-    dump(c, name, x, 4, ndim, shape);
+    dump(c, name, x, word, ndim, shape);
+}
+
+void dump_floats(Ctx *c, const char *tensor, const float *x, int ndim, const size_t *shape) {
+    dump_named(c, tensor, x, 4, ndim, shape);
 }
 
 void dump_doubles(Ctx *c, const char *tensor, const double *x, int ndim, const size_t *shape) {
-    if (!dump_dir) return;
-    char name[80];
-    unique_name(c, tensor, name, sizeof name);
-    dump(c, name, x, 8, ndim, shape);
+    dump_named(c, tensor, x, 8, ndim, shape);
 }
 
 void dump_input(Ctx *c, const char *tensor, const float *x, int ndim, const size_t *shape) {

@@ -194,6 +194,14 @@ double *dn_widen(Ctx *c, const float *x, size_t n) {
     return y;
 }
 
+void dn_expect_layer(Ctx *c, const Shape *sh, const float *o, const double *o_ref, const float *s_out,
+                     const double *s_ref, Tol tol) {
+    int block = sh->head_map != HEAD_MAP_TILED;
+    expect_close(c, block ? "o (block map)" : "o (tiled map)", o, o_ref, sh->T * sh->n_seqs * sh->H_v, sh->D_v, tol);
+    expect_close(c, block ? "state (block map)" : "state (tiled map)", s_out, s_ref, sh->n_seqs * sh->H_v * sh->D_v,
+                 sh->D_k, tol);
+}
+
 void dn_describe_note(Ctx *c, const Shape *sh, const char *note) {
     static const char *const decay[] = {"qwen", "strong", "weak", "bursty"};
     static const char *const map[] = {"tiled", "block", "both"};
@@ -287,6 +295,14 @@ void fp_dn_ref_chunk(Footprint *f, int n, int D_k, int D_v) {
     size_t nn = (size_t)n * n;
     fp_host_d(f, (size_t)n), fp_host_d(f, nn), fp_host_d(f, nn), fp_host_d(f, nn);
     fp_host_d(f, (size_t)n * D_v), fp_host_d(f, (size_t)n * D_k);
+}
+
+DnData fp_dn_chunk_reference(Footprint *f, const Shape *sh) {
+    DnData d = fp_dn_generate(f, sh);
+    fp_dn_ref_chunk(f, sh->chunk, sh->D_k, sh->D_v);
+    fp_host_d(f, d.n_qk), fp_host_d(f, d.n_v), fp_host_d(f, d.n_gb), fp_host_d(f, d.n_gb); /* dn_widen */
+    fp_ref_scratch(f, sh->chunk, sh->D_k, sh->D_v);
+    return d;
 }
 
 /* reference/deltanet.c's own arrays (the most any of its functions holds:

@@ -40,6 +40,10 @@ double *dn_widen(Ctx *c, const float *x, size_t n);
 void dn_describe(Ctx *c, const Shape *sh);
 /* The same with a note appended (e.g. how the CPU build reduced the shape). */
 void dn_describe_note(Ctx *c, const Shape *sh, const char *note);
+/* A layer's outputs o and final state against the reference's, each named by
+ * the shape's head map ("o (tiled map)", "state (block map)"). */
+void dn_expect_layer(Ctx *c, const Shape *sh, const float *o, const double *o_ref, const float *s_out,
+                     const double *s_ref, Tol tol);
 
 
 /* Algorithmic cost of one layer call: bytes = inputs, outputs and both
@@ -57,6 +61,10 @@ DnData fp_dn_generate(Footprint *f, const Shape *sh);
 void fp_dn_upload(Footprint *f, const DnData *d);
 DnData fp_dn_setup(Footprint *f, const Shape *shape, Shape *used);
 void fp_dn_ref_chunk(Footprint *f, int n, int D_k, int D_v);
+/* The chunk tests' common arrays: the inputs generated, one chunk's
+ * reference (dn_ref_chunk), the inputs widened (dn_widen) and the
+ * reference's scratch. */
+DnData fp_dn_chunk_reference(Footprint *f, const Shape *sh);
 /* The reference's (reference/deltanet.c) own scratch while it runs. */
 void fp_ref_scratch(Footprint *f, int C, int D_k, int D_v);
 /* Arithmetic: the token recurrence of the reference, a layer call (dn_layer_cost). */

@@ -41,10 +41,7 @@ static const Test tests[] = {
 static void footprint(const Test *t, Footprint *f) {
     Shape sh = dn_chunk_shape(&t->shape);
     size_t n = (size_t)sh.chunk, dk = (size_t)sh.D_k;
-    DnData d = fp_dn_generate(f, &sh);
-    fp_dn_ref_chunk(f, sh.chunk, sh.D_k, sh.D_v);
-    fp_host_d(f, d.n_qk), fp_host_d(f, d.n_v), fp_host_d(f, d.n_gb), fp_host_d(f, d.n_gb); /* dn_widen */
-    fp_ref_scratch(f, sh.chunk, sh.D_k, sh.D_v);
+    DnData d = fp_dn_chunk_reference(f, &sh);
     fp_host_f(f, n * dk), fp_host_f(f, n * n), fp_host_d(f, n * n);
     fp_dev(f, n * dk), fp_dev(f, n * dk), fp_dev(f, n * n), fp_dev(f, n * n), fp_compare(f, n * n);
     f->ref_flops = dn_layer_flops(&d) + 2.0 * (double)(n * n * dk);

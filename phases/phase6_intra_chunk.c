@@ -9,6 +9,7 @@
 #include "../reference/ref.h"
 
 #include <math.h>
+#include <stdbool.h>
 
 typedef struct {
     Shape sh;
@@ -85,35 +86,60 @@ static void t_intra_chunk(const Test *t, Ctx *c) {
     expect_close(c, "W", cc.w.W, cc.r.W, n, cc.dk, t->tol);
 }
 
-/* The two-launch intra-chunk kernel on every chunk of every head and sequence of
- * the shape at once, against ref_chunk_intra on each chunk's inputs (padded
- * rows and columns must be exactly 0). */
-static void check_two_launch_intra(const Test *t, Ctx *c, const Shape *shape) {
+/* The two-launch intra-chunk kernel launched on every chunk of every head
+ * and sequence of the shape at once, and host arrays of the same layout for
+ * what it is compared with (P only `with_p`). */
+typedef struct {
     DnData d;
     DnDevice dd;
-    Shape sh = dn_setup(c, shape, &d, &dd);
-    const KdnShape *s = &d.ks;
-    int nch = two_launch_chunks(s), C = s->chunk;
-    size_t chunks = (size_t)nch * s->n_seqs * s->H_v;
-    ChunkQuantities *w = two_launch_prepare(c, s);
-    kdn_two_launch_intra(s, dd.q, dd.k, dd.v, dd.g, dd.beta, w->gamma, w->Tinv, w->U, w->W, w->P);
-    double *gamma = host_d(c, chunks * C), *Tinv = host_d(c, chunks * C * C);
-    double *U = host_d(c, chunks * C * s->D_v), *W = host_d(c, chunks * C * s->D_k), *P = host_d(c, chunks * C * C);
+    Shape sh;
+    int nch, C;
+    size_t chunks;
+    ChunkQuantities *got;
+    double *gamma, *Tinv, *U, *W, *P;
+} IntraRun;
+
+static void intra_run(Ctx *c, const Shape *shape, bool with_p, IntraRun *r) {
+    r->sh = dn_setup(c, shape, &r->d, &r->dd);
+    const KdnShape *s = &r->d.ks;
+    const DnDevice *dd = &r->dd;
+    r->nch = two_launch_chunks(s), r->C = s->chunk;
+    r->chunks = (size_t)r->nch * s->n_seqs * s->H_v;
+    ChunkQuantities *w = r->got = two_launch_prepare(c, s);
+    kdn_two_launch_intra(s, dd->q, dd->k, dd->v, dd->g, dd->beta, w->gamma, w->Tinv, w->U, w->W, w->P);
+    size_t rows = r->chunks * r->C;
+    r->gamma = host_d(c, r->chunks * r->C), r->Tinv = host_d(c, rows * r->C);
+    r->U = host_d(c, rows * s->D_v), r->W = host_d(c, rows * s->D_k);
+    r->P = with_p ? host_d(c, rows * r->C) : NULL;
+}
+
+/* The kernel's quantities against the host arrays (P where they hold it). */
+static void intra_compare(Ctx *c, const IntraRun *r, Tol tol) {
+    const ChunkQuantities *w = r->got;
+    int rows = (int)(r->chunks * r->C);
+    expect_close(c, "gamma", w->gamma, r->gamma, (int)r->chunks, r->C, tol);
+    expect_close(c, "Tinv", w->Tinv, r->Tinv, rows, r->C, tol);
+    expect_close(c, "U", w->U, r->U, rows, r->d.ks.D_v, tol);
+    expect_close(c, "W", w->W, r->W, rows, r->d.ks.D_k, tol);
+    if (r->P) expect_close(c, "P", w->P, r->P, rows, r->C, tol);
+}
+
+/* The kernel against ref_chunk_intra on each chunk's inputs (padded rows
+ * and columns must be exactly 0). */
+static void check_two_launch_intra(const Test *t, Ctx *c, const Shape *shape) {
+    IntraRun r;
+    intra_run(c, shape, true, &r);
+    const KdnShape *s = &r.d.ks;
     RefChunkWork rw = ref_chunk_work(c, s);
     for (int seq = 0; seq < s->n_seqs; seq++)
         for (int h = 0; h < s->H_v; h++)
-            for (int ch = 0; ch < nch; ch++) {
-                ref_chunk_of(&rw, &d, seq, h, ch);
-                ref_chunk_place(&rw, s, ((size_t)seq * s->H_v + h) * nch + ch, gamma, Tinv, U, W, P);
+            for (int ch = 0; ch < r.nch; ch++) {
+                ref_chunk_of(&rw, &r.d, seq, h, ch);
+                ref_chunk_place(&rw, s, ((size_t)seq * s->H_v + h) * r.nch + ch, r.gamma, r.Tinv, r.U, r.W, r.P);
             }
-    dn_describe(c, &sh);
+    dn_describe(c, &r.sh);
     if (dev_sync(c) != 0) return;
-    int rows = (int)(chunks * C);
-    expect_close(c, "gamma", w->gamma, gamma, (int)chunks, C, t->tol);
-    expect_close(c, "Tinv", w->Tinv, Tinv, rows, C, t->tol);
-    expect_close(c, "U", w->U, U, rows, s->D_v, t->tol);
-    expect_close(c, "W", w->W, W, rows, s->D_k, t->tol);
-    expect_close(c, "P", w->P, P, rows, C, t->tol);
+    intra_compare(c, &r, t->tol);
 }
 
 /* The row's shape with each grouped-head mapping in turn. */
@@ -161,16 +187,10 @@ static void take_unfused(Ctx *c, const ChunkWork *w, int n, float *buf, RefChunk
  * (step_attn_pre, step_solve, step_wy) run chunk by chunk on the same device
  * inputs: two float computations of the same quantities. */
 static void t_intra_fused_vs_unfused(const Test *t, Ctx *c) {
-    DnData d;
-    DnDevice dd;
-    Shape sh = dn_setup(c, &t->shape, &d, &dd);
-    const KdnShape *s = &d.ks;
-    int nch = two_launch_chunks(s), C = s->chunk;
-    size_t chunks = (size_t)nch * s->n_seqs * s->H_v;
-    ChunkQuantities *fw = two_launch_prepare(c, s);
-    kdn_two_launch_intra(s, dd.q, dd.k, dd.v, dd.g, dd.beta, fw->gamma, fw->Tinv, fw->U, fw->W, fw->P);
-    double *gamma = host_d(c, chunks * C), *Tinv = host_d(c, chunks * C * C);
-    double *U = host_d(c, chunks * C * s->D_v), *W = host_d(c, chunks * C * s->D_k);
+    IntraRun r;
+    intra_run(c, &t->shape, false, &r);
+    const KdnShape *s = &r.d.ks;
+    int C = r.C;
     ChunkWork w;
     chunk_work_alloc(c, &w, C, s->D_k, s->D_v);
     RefChunkWork uw = ref_chunk_work(c, s);
@@ -178,21 +198,17 @@ static void t_intra_fused_vs_unfused(const Test *t, Ctx *c) {
     float *buf = host_f(c, (size_t)C * (widest > s->D_k ? widest : s->D_k));
     for (int seq = 0; seq < s->n_seqs; seq++)
         for (int h = 0; h < s->H_v; h++)
-            for (int ch = 0; ch < nch; ch++) {
-                int n = gather_chunk(&w, &d, &dd, seq, h, ch);
+            for (int ch = 0; ch < r.nch; ch++) {
+                int n = gather_chunk(&w, &r.d, &r.dd, seq, h, ch);
                 step_attn_pre(&w, n);
                 step_solve(&w, n);
                 step_wy(&w, n);
                 if (dev_sync(c) != 0) return;
                 take_unfused(c, &w, n, buf, &uw);
-                ref_chunk_place(&uw, s, ((size_t)seq * s->H_v + h) * nch + ch, gamma, Tinv, U, W, NULL);
+                ref_chunk_place(&uw, s, ((size_t)seq * s->H_v + h) * r.nch + ch, r.gamma, r.Tinv, r.U, r.W, NULL);
             }
-    dn_describe(c, &sh);
-    int rows = (int)(chunks * C);
-    expect_close(c, "gamma", fw->gamma, gamma, (int)chunks, C, t->tol);
-    expect_close(c, "Tinv", fw->Tinv, Tinv, rows, C, t->tol);
-    expect_close(c, "U", fw->U, U, rows, s->D_v, t->tol);
-    expect_close(c, "W", fw->W, W, rows, s->D_k, t->tol);
+    dn_describe(c, &r.sh);
+    intra_compare(c, &r, t->tol);
 }
 
 static const Test tests[] = {
@@ -213,10 +229,7 @@ static const Test tests[] = {
 /* ---- footprints: the arrays above, by test ---- */
 static DnData fp_chunk_case(Footprint *f, const Test *t) {
     Shape sh = dn_chunk_shape(&t->shape);
-    DnData d = fp_dn_generate(f, &sh);
-    fp_dn_ref_chunk(f, sh.chunk, sh.D_k, sh.D_v);
-    fp_host_d(f, d.n_qk), fp_host_d(f, d.n_v), fp_host_d(f, d.n_gb), fp_host_d(f, d.n_gb); /* dn_widen */
-    fp_ref_scratch(f, sh.chunk, sh.D_k, sh.D_v);
+    DnData d = fp_dn_chunk_reference(f, &sh);
     fp_chunk_work(f, sh.chunk, sh.D_k, sh.D_v);
     f->ref_flops = f->dev_flops = dn_layer_flops(&d);
     return d;

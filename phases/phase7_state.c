@@ -155,9 +155,7 @@ static void t_state_chunks_all(const Test *t, Ctx *c) {
         float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
         deltanet_two_launch(two_launch_prepare(c, &d.ks), &d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
         if (dev_sync(c) != 0) return;
-        expect_close(c, map ? "o (block map)" : "o (tiled map)", o, o_ref, sh.T * sh.n_seqs * sh.H_v, sh.D_v, t->tol);
-        expect_close(c, map ? "state (block map)" : "state (tiled map)", s_out, s_ref, sh.n_seqs * sh.H_v * sh.D_v,
-                     sh.D_k, t->tol);
+        dn_expect_layer(c, &sh, o, o_ref, s_out, s_ref, t->tol);
     }
     sh.head_map = HEAD_MAP_BOTH;
     dn_describe(c, &sh);
@@ -178,10 +176,7 @@ static void fp_state_case(Footprint *f, const Test *t) {
     Shape sh = dn_chunk_shape(&t->shape);
     sh.state = 1;
     size_t n = (size_t)sh.chunk, dk = (size_t)sh.D_k, dv = (size_t)sh.D_v;
-    DnData d = fp_dn_generate(f, &sh);
-    fp_dn_ref_chunk(f, sh.chunk, sh.D_k, sh.D_v);
-    fp_host_d(f, d.n_qk), fp_host_d(f, d.n_v), fp_host_d(f, d.n_gb), fp_host_d(f, d.n_gb); /* dn_widen */
-    fp_ref_scratch(f, sh.chunk, sh.D_k, sh.D_v);
+    DnData d = fp_dn_chunk_reference(f, &sh);
     fp_chunk_work(f, sh.chunk, sh.D_k, sh.D_v);
     fp_host_f(f, n), fp_host_f(f, n * dv), fp_host_f(f, n * dk); /* round_trip */
     fp_dev(f, d.n_state), fp_host_d(f, n * dv), fp_host_d(f, d.n_state);

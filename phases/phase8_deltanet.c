@@ -42,10 +42,7 @@ static void check_layer(const Test *t, Ctx *c, const Shape *shape, const LayerVa
     call_layer(c, layer, &d, &dd, o, s_out);
     dn_describe(c, &sh);
     if (dev_sync(c) != 0) return;
-    int rows = sh.T * sh.n_seqs * sh.H_v;
-    expect_close(c, sh.head_map ? "o (block map)" : "o (tiled map)", o, o_ref, rows, sh.D_v, t->tol);
-    expect_close(c, sh.head_map ? "state (block map)" : "state (tiled map)", s_out, s_ref,
-                 sh.n_seqs * sh.H_v * sh.D_v, sh.D_k, t->tol);
+    dn_expect_layer(c, &sh, o, o_ref, s_out, s_ref, t->tol);
 }
 
 /* The row's shape with each grouped-head mapping in turn. */

@@ -55,9 +55,7 @@ static void check_layer(const Test *t, Ctx *c, Layer l, int unaligned) {
         float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
         run_layer(c, l, &d.ks, &dd, o, s_out);
         if (dev_sync(c) != 0) return;
-        expect_close(c, map ? "o (block map)" : "o (tiled map)", o, o_ref, sh.T * sh.n_seqs * sh.H_v, sh.D_v, t->tol);
-        expect_close(c, map ? "state (block map)" : "state (tiled map)", s_out, s_ref, sh.n_seqs * sh.H_v * sh.D_v,
-                     sh.D_k, t->tol);
+        dn_expect_layer(c, &sh, o, o_ref, s_out, s_ref, t->tol);
     }
     sh.head_map = HEAD_MAP_BOTH;
     dn_describe_note(c, &sh, unaligned ? " q 4 bytes off 16-byte alignment" : "");
