@@ -123,9 +123,14 @@ struct IntraLds {
     // A^T strictly above the diagonal, Tinv on and below it; rows 16-byte
     // aligned for phase e's vector reads.
     float m[C][C + 4];
-    float r[kBlock][C];      // A_I,<I Tinv_<I of the block row being solved
-    float kt[kSlice][C + 4]; // keys' columns p0 .. p0 + kSlice - 1, transposed
-    float qt[kSlice][C + 4]; // the same columns of the queries
+    float r[kBlock][C]; // A_I,<I Tinv_<I of the block row being solved
+    // keys' columns p0 .. p0 + kSlice - 1, transposed (f), or as packed fp16
+    // pairs of columns 2m, 2m + 1 (h2, the packed-fp16 variant); qt: the
+    // same columns of the queries
+    union Staged {
+        float f[kSlice][C + 4];
+        kdn_f16x2 h2[kSlice / 2][C + 4];
+    } kt, qt;
     float graw[C];           // raw log decays
     float gamma[C];
     float beta[C];
@@ -167,14 +172,22 @@ __device__ __forceinline__ void slice_load(const float *qc, const float *kc, siz
     load4<kVec>(qc + row * stride + p, row < n ? D_k - p : 0, buf[1]);
 }
 
-template <int C>
+template <int C, bool kF16Dot>
 __device__ __forceinline__ void slice_store(IntraLds<C> &L, const float buf[2][4]) {
     const int t = (int)threadIdx.x, row = t / (kSlice / 4), p = t % (kSlice / 4) * 4;
     if (row >= C) return;
+    if (kF16Dot) {
+        KDN_UNROLL
+        for (int e = 0; e < 4; e += 2) {
+            L.kt.h2[(p + e) / 2][row] = kdn_pack_f16x2(buf[0][e], buf[0][e + 1]);
+            L.qt.h2[(p + e) / 2][row] = kdn_pack_f16x2(buf[1][e], buf[1][e + 1]);
+        }
+        return;
+    }
     KDN_UNROLL
     for (int e = 0; e < 4; e++) {
-        L.kt[p + e][row] = buf[0][e];
-        L.qt[p + e][row] = buf[1][e];
+        L.kt.f[p + e][row] = buf[0][e];
+        L.qt.f[p + e][row] = buf[1][e];
     }
 }
 
@@ -196,7 +209,13 @@ __device__ __forceinline__ void slice_store(IntraLds<C> &L, const float buf[2][4
 // and K_u.K_w from z = the keys again for u > w. z is y's address for an
 // off-diagonal job, so the code has no per-lane branch; the products and
 // their order per entry are the ones of the former separate accumulators.
-template <int C, bool kVec>
+//
+// kF16Dot (the opt-in packed-fp16 variant, docs/kernels.md): the slice is
+// staged as fp16 pairs of columns (rounded to nearest) and each step is
+// v_dot2_f32_f16 on a column pair (two products, fp32 accumulation), half
+// the steps and half the LDS reads of the fp32 form; only these products
+// (A's K.K and P's Q.K) see fp16, every other phase stays fp32.
+template <int C, bool kVec, bool kF16Dot>
 __device__ void intra_tiles(IntraLds<C> &L, const float *qc, const float *kc, size_t stride, int n, int D_k,
                             float *P) {
     static_assert(C / kTile * (C / kTile - 1) + C / kTile <= kIntraThreads, "one phase c job per thread");
@@ -209,8 +228,9 @@ __device__ void intra_tiles(IntraLds<C> &L, const float *qc, const float *kc, si
         while (ti * (ti + 1) / 2 <= x) ti++;
         tj = x - ti * (ti - 1) / 2;
     }
-    const float(*xs)[C + 4] = is_p ? L.qt : L.kt; // x: rows ti of Q (P) or K (A, diagonal)
-    const float(*ys)[C + 4] = diag ? L.qt : L.kt; // y: rows ti of Q (diagonal) or tj of K
+    const float(*xs)[C + 4] = is_p ? L.qt.f : L.kt.f; // x: rows ti of Q (P) or K (A, diagonal)
+    const float(*ys)[C + 4] = diag ? L.qt.f : L.kt.f; // y: rows ti of Q (diagonal) or tj of K
+    const kdn_f16x2(*xh)[C + 4] = is_p ? L.qt.h2 : L.kt.h2, (*yh)[C + 4] = diag ? L.qt.h2 : L.kt.h2; // kF16Dot
     const int yrow = diag ? ti : tj;
     float acc[kTile][kTile];
     KDN_UNROLL
@@ -220,10 +240,24 @@ __device__ void intra_tiles(IntraLds<C> &L, const float *qc, const float *kc, si
     float buf[2][4] = {}; // threads past the staged rows hold nothing
     slice_load<C, kVec>(qc, kc, stride, n, D_k, 0, buf);
     for (int p0 = 0; p0 < D_k; p0 += kSlice) {
-        slice_store<C>(L, buf);
+        slice_store<C, kF16Dot>(L, buf);
         __syncthreads();
         if (p0 + kSlice < D_k) slice_load<C, kVec>(qc, kc, stride, n, D_k, p0 + kSlice, buf);
-        if (active) {
+        if (active && kF16Dot) {
+            KDN_NO_UNROLL
+            for (int m4 = 0; m4 < kSlice / 2; m4 += kPieces)
+            KDN_UNROLL
+            for (int m = m4; m < m4 + kPieces; m++) {
+                kdn_f16x2 x[4], y[4], z[4];
+                kdn_load4_u32(&xh[m][ti * kTile], x);
+                kdn_load4_u32(&yh[m][yrow * kTile], y);
+                kdn_load4_u32(&L.kt.h2[m][tj * kTile], z);
+                KDN_UNROLL
+                for (int u = 0; u < kTile; u++)
+                    KDN_UNROLL
+                    for (int w = 0; w < kTile; w++) acc[u][w] = kdn_dot2_f32_f16(x[u], w < u ? z[w] : y[w], acc[u][w]);
+            }
+        } else if (active) {
             KDN_NO_UNROLL
             for (int p4 = 0; p4 < kSlice; p4 += kPieces)
             KDN_UNROLL
@@ -231,7 +265,7 @@ __device__ void intra_tiles(IntraLds<C> &L, const float *qc, const float *kc, si
                 float x[4], y[4], z[4];
                 kdn_load4(&xs[p][ti * kTile], x);
                 kdn_load4(&ys[p][yrow * kTile], y);
-                kdn_load4(&L.kt[p][tj * kTile], z);
+                kdn_load4(&L.kt.f[p][tj * kTile], z);
                 KDN_UNROLL
                 for (int u = 0; u < kTile; u++)
                     KDN_UNROLL
@@ -460,7 +494,7 @@ __device__ void intra_wy(IntraLds<C> &L, const float *src, size_t stride, const 
     }
 }
 
-template <int C, bool kVec>
+template <int C, bool kVec, bool kF16Dot>
 __global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(
     const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ v,
     const float *__restrict__ g, const float *__restrict__ beta, float *__restrict__ gamma, float *__restrict__ Tinv,
@@ -489,7 +523,7 @@ __global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(
     // its P tiles (on and below the diagonal) are not intra_p_upper's; its
     // reads of gamma and beta come after that barrier (D_k >= 1: the loop
     // runs), which orders them after phase b's writes.
-    intra_tiles<C, kVec>(L, qc, kc, qk_stride, n, D_k, P + ci * C * C);
+    intra_tiles<C, kVec, kF16Dot>(L, qc, kc, qk_stride, n, D_k, P + ci * C * C);
     __syncthreads();
     intra_invert_diagonal<C>(L);
     __syncthreads();
@@ -700,28 +734,28 @@ static bool vector_ok(const KdnShape *s, const void *const *ptrs, int count) {
     return true;
 }
 
-template <int C, bool kVec>
+template <int C, bool kVec, bool kF16Dot>
 static void launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                          const float *beta, float *gamma, float *Tinv, float *U, float *W, float *P) {
     static_assert(sizeof(IntraLds<C>) <= 64 * 1024, "gfx906 has 64 KB of LDS per workgroup");
     dim3 grid((unsigned)KDN_CEIL_DIV(s->T, C), (unsigned)s->H_v, (unsigned)s->n_seqs);
-    KDN_ALLOW_LDS((kernel_two_launch_intra<C, kVec>), sizeof(IntraLds<C>));
-    KDN_LAUNCH((kernel_two_launch_intra<C, kVec>), grid, dim3(kIntraThreads), sizeof(IntraLds<C>), q, k, v, g, beta,
-               gamma, Tinv, U, W, P, s->T, s->H_k, s->H_v, s->D_k, s->D_v, s->head_map);
+    KDN_ALLOW_LDS((kernel_two_launch_intra<C, kVec, kF16Dot>), sizeof(IntraLds<C>));
+    KDN_LAUNCH((kernel_two_launch_intra<C, kVec, kF16Dot>), grid, dim3(kIntraThreads), sizeof(IntraLds<C>), q, k, v,
+               g, beta, gamma, Tinv, U, W, P, s->T, s->H_k, s->H_v, s->D_k, s->D_v, s->head_map);
 }
 
-template <int C>
+template <int C, bool kF16Dot>
 static void launch_intra_c(const KdnShape *s, bool vec, const float *q, const float *k, const float *v,
                            const float *g, const float *beta, float *gamma, float *Tinv, float *U, float *W, float *P) {
     if (vec)
-        launch_intra<C, true>(s, q, k, v, g, beta, gamma, Tinv, U, W, P);
+        launch_intra<C, true, kF16Dot>(s, q, k, v, g, beta, gamma, Tinv, U, W, P);
     else
-        launch_intra<C, false>(s, q, k, v, g, beta, gamma, Tinv, U, W, P);
+        launch_intra<C, false, kF16Dot>(s, q, k, v, g, beta, gamma, Tinv, U, W, P);
 }
 
-extern "C" void kdn_two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v,
-                                      const float *g, const float *beta, float *gamma, float *Tinv, float *U,
-                                      float *W, float *P) {
+template <bool kF16Dot>
+static void two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                             const float *beta, float *gamma, float *Tinv, float *U, float *W, float *P) {
     const char *why = unsupported(s);
     const void *ptrs[] = {q, k, v, U, W, P};
     const bool vec = vector_ok(s, ptrs, 6);
@@ -730,9 +764,21 @@ extern "C" void kdn_two_launch_intra(const KdnShape *s, const float *q, const fl
     else if (s->T == 0)
         return; // no chunk
     else if (s->chunk == 32)
-        launch_intra_c<32>(s, vec, q, k, v, g, beta, gamma, Tinv, U, W, P);
+        launch_intra_c<32, kF16Dot>(s, vec, q, k, v, g, beta, gamma, Tinv, U, W, P);
     else
-        launch_intra_c<64>(s, vec, q, k, v, g, beta, gamma, Tinv, U, W, P);
+        launch_intra_c<64, kF16Dot>(s, vec, q, k, v, g, beta, gamma, Tinv, U, W, P);
+}
+
+extern "C" void kdn_two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v,
+                                      const float *g, const float *beta, float *gamma, float *Tinv, float *U,
+                                      float *W, float *P) {
+    two_launch_intra<false>(s, q, k, v, g, beta, gamma, Tinv, U, W, P);
+}
+
+extern "C" void kdn_two_launch_intra_f16dot(const KdnShape *s, const float *q, const float *k, const float *v,
+                                             const float *g, const float *beta, float *gamma, float *Tinv, float *U,
+                                             float *W, float *P) {
+    two_launch_intra<true>(s, q, k, v, g, beta, gamma, Tinv, U, W, P);
 }
 
 template <int C, bool kVec>

@@ -119,12 +119,28 @@ void kdn_chunk_buffers_carve(void *workspace, const KdnShape *s, KdnChunkBuffers
     b->P = take(&at, n * C * C);
 }
 
+typedef void (*IntraLaunch)(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                            const float *beta, float *gamma, float *Tinv, float *U, float *W, float *P);
+
+/* intra for every chunk, then the state pass over all chunks */
+static void two_launch_with(IntraLaunch intra, const KdnShape *s, const KdnChunkBuffers *b, const float *q,
+                            const float *k, const float *v, const float *g, const float *beta, const float *state_in,
+                            float *o, float *state_out) {
+    intra(s, q, k, v, g, beta, b->gamma, b->Tinv, b->U, b->W, b->P);
+    kdn_two_launch_state(s, 0, CEIL_DIV(s->T, s->chunk), q, k, b->gamma, b->U, b->W, b->P, state_in, state_out,
+                           o);
+}
+
 void kdn_deltanet_two_launch(const KdnShape *s, const KdnChunkBuffers *b, const float *q, const float *k,
                              const float *v, const float *g, const float *beta, const float *state_in, float *o,
                              float *state_out) {
-    kdn_two_launch_intra(s, q, k, v, g, beta, b->gamma, b->Tinv, b->U, b->W, b->P);
-    kdn_two_launch_state(s, 0, CEIL_DIV(s->T, s->chunk), q, k, b->gamma, b->U, b->W, b->P, state_in, state_out,
-                           o);
+    two_launch_with(kdn_two_launch_intra, s, b, q, k, v, g, beta, state_in, o, state_out);
+}
+
+void kdn_deltanet_two_launch_f16dot(const KdnShape *s, const KdnChunkBuffers *b, const float *q, const float *k,
+                                    const float *v, const float *g, const float *beta, const float *state_in,
+                                    float *o, float *state_out) {
+    two_launch_with(kdn_two_launch_intra_f16dot, s, b, q, k, v, g, beta, state_in, o, state_out);
 }
 
 void kdn_deltanet_auto(const KdnShape *s, const KdnChunkBuffers *b, const float *q, const float *k, const float *v,

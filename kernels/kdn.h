@@ -138,6 +138,14 @@ void kdn_deltanet_one_launch(const KdnShape *s, const float *q, const float *k, 
  * 1) every chunk of every head and sequence in parallel, one launch: */
 void kdn_two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                            const float *beta, float *gamma, float *Tinv, float *U, float *W, float *P);
+/* 1') the opt-in packed-fp16 variant of 1): the products K K^T (in A) and
+ * Q K^T (in P) from q and k rounded to fp16, gfx906's v_dot2_f32_f16 (two
+ * fp16 products, fp32 accumulation; emulated on CUDA and the CPU), the rest
+ * fp32. Not the library's path: its error is that of fp16 inputs, 2^-11
+ * relative (docs/tolerances.md, "Packed fp16 products"), for a modelled
+ * gain docs/performance.md gives. */
+void kdn_two_launch_intra_f16dot(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                                 const float *beta, float *gamma, float *Tinv, float *U, float *W, float *P);
 /* 2) chunks c0 <= c < c1 of every head and sequence, one launch: the outputs
  * of those chunks' tokens and the state carried through them. state_in (ggml
  * layout) is the state at chunk c0's start; state_out (which may be the same
@@ -161,6 +169,10 @@ void kdn_chunk_buffers_carve(void *workspace, const KdnShape *s, KdnChunkBuffers
 void kdn_deltanet_two_launch(const KdnShape *s, const KdnChunkBuffers *b, const float *q, const float *k,
                              const float *v, const float *g, const float *beta, const float *state_in, float *o,
                              float *state_out);
+/* The same with 1') for 1): the opt-in packed-fp16 layer (tests only). */
+void kdn_deltanet_two_launch_f16dot(const KdnShape *s, const KdnChunkBuffers *b, const float *q, const float *k,
+                                    const float *v, const float *g, const float *beta, const float *state_in,
+                                    float *o, float *state_out);
 /* Recurrent up to kdn_auto_recurrent_max_t(s->n_seqs) tokens, two-launch past it (b unused then). */
 void kdn_deltanet_auto(const KdnShape *s, const KdnChunkBuffers *b, const float *q, const float *k, const float *v,
                        const float *g, const float *beta, const float *state_in, float *o, float *state_out);

@@ -53,6 +53,8 @@ void deltanet_two_launch(void *scratch, const KdnShape *s, const float *q, const
                          const float *g, const float *beta, const float *state_in, float *o, float *state_out);
 void deltanet_auto(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                    const float *beta, const float *state_in, float *o, float *state_out);
+void deltanet_two_launch_f16dot(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
+                                const float *g, const float *beta, const float *state_in, float *o, float *state_out);
 
 /* Footprints (harness.h) of chunk_work_alloc, two_launch_prepare and
  * ref_chunk_work, and a ChunkWork or ChunkQuantities held in host_d. */

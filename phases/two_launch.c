@@ -23,6 +23,11 @@ void deltanet_two_launch(void *scratch, const KdnShape *s, const float *q, const
     kdn_deltanet_two_launch(s, scratch, q, k, v, g, beta, state_in, o, state_out);
 }
 
+void deltanet_two_launch_f16dot(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
+                                const float *g, const float *beta, const float *state_in, float *o, float *state_out) {
+    kdn_deltanet_two_launch_f16dot(s, scratch, q, k, v, g, beta, state_in, o, state_out);
+}
+
 void deltanet_auto(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                    const float *beta, const float *state_in, float *o, float *state_out) {
     kdn_deltanet_auto(s, scratch, q, k, v, g, beta, state_in, o, state_out);

@@ -413,8 +413,10 @@ LAUNCH_S = 0.0          # launch overhead is not modelled (a few us per launch o
 H_K, H_V, D_K, D_V, CHUNK = 16, 32, 128, 128, 64
 
 
-def intra_wave_fmas(C, Dk, Dv, inv):
-    """FMA instructions the slowest wave of kernel_two_launch_intra issues. A
+def intra_wave_fmas(C, Dk, Dv, inv, steps_per_column=1.0):
+    """FMA instructions the slowest wave of kernel_two_launch_intra issues
+    (steps_per_column 0.5: the packed-fp16 variant, one v_dot2_f32_f16 per
+    two key columns in phase c). A
     wave's lanes run in lockstep, so a wave costs what its busiest lanes do:
     phase c, 16 FMAs per key column in every wave that has a job (4 x 4 tiles,
     a diagonal tile's K.K and Q.K halves in one job); phase d, the lane FMAs
@@ -428,15 +430,16 @@ def intra_wave_fmas(C, Dk, Dv, inv):
     group = lambda g: 16 * 2 * h * -(-(g * h + h) // 4) + 16 * h * ((C - g * h) // 4 - -(-(g * h + h) // 4))
     per_wave = []
     for w in range(waves):
-        tiles = 16 * Dk if 64 * w < jobs else 0
+        tiles = 16 * Dk * steps_per_column if 64 * w < jobs else 0
         wy = max(group(2 * w), group(2 * w + 1)) * (-(-Dv // 128) + -(-Dk // 128))
         per_wave.append(tiles + inv / 64 / waves + wy)
     return max(per_wave)
 
 
-def work_intra(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
+def work_intra(T, B, C=CHUNK, Dk=D_K, Dv=D_V, steps_per_column=1.0):
     """kernel_two_launch_intra: (workgroups, lane FMAs per workgroup, HBM bytes,
-    FMA instructions of its slowest wave)."""
+    FMA instructions of its slowest wave). The lane FMAs (the roofline's work)
+    count a v_dot2_f32_f16 as two: the same arithmetic."""
     nt = C // 4
     tiles = (2 * nt * (nt - 1) // 2 + 2 * nt) * 16 * Dk                       # phase c: A, P, the diagonal both
     inv = C * 16 * 15 // 2 // 16 * 16                                          # phase d: 16 x 16 diagonal blocks
@@ -449,7 +452,12 @@ def work_intra(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
     qk_bytes = 2 * T * B * H_K * Dk * 4                                         # q, k once (shared by 2 value heads)
     per_chunk_out = (C + 2 * C * C + C * Dv + C * Dk) * 4                       # gamma, Tinv, P, U, W
     bytes_ = qk_bytes + T * B * H_V * (Dv + 2) * 4 + wg * per_chunk_out
-    return wg, tiles + inv + wy, bytes_, intra_wave_fmas(C, Dk, Dv, inv)
+    return wg, tiles + inv + wy, bytes_, intra_wave_fmas(C, Dk, Dv, inv, steps_per_column)
+
+
+def work_intra_f16dot(T, B):
+    """The packed-fp16 variant of the intra kernel (kF16Dot): phase c in half the steps."""
+    return work_intra(T, B, steps_per_column=0.5)
 
 
 def work_state(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
@@ -487,11 +495,17 @@ def work_recurrent_2cols(T, B):
 # state columns per group (128 workgroups at B = 1: one round of 180 slots at 3 waves per SIMD), decode
 # (T = 1) the one without, one column per group (a single token, no loop: 5 waves per SIMD or more, so
 # that the B = 1 grid of 256 workgroups fits one round).
-PRODUCT = [("kernel_two_launch_intra", "64, true", 2, work_intra, ("prefill",)),
+# A sixth element, where present, labels a kernel's rows in the tables (default: its name): the intra
+# kernel's packed-fp16 instantiation (kF16Dot, opt-in, not the library's path) is modelled beside its
+# default one under its own label, and left out of the two-launch prefill's sum (OPT_IN).
+PRODUCT = [("kernel_two_launch_intra", "64, true, false", 2, work_intra, ("prefill",)),
            ("kernel_two_launch_state", "64, true", 2, work_state, ("prefill",)),
            ("kernel_deltanet_recurrent", "8, true, false, false, true, true, 2", 3, work_recurrent_2cols,
             ("prefill",)),
-           ("kernel_deltanet_recurrent", "8, true, false, false, true, false, 1", 5, work_recurrent, ("decode",))]
+           ("kernel_deltanet_recurrent", "8, true, false, false, true, false, 1", 5, work_recurrent, ("decode",)),
+           ("kernel_two_launch_intra", "64, true, true", 2, work_intra_f16dot, ("prefill",),
+            "kernel_two_launch_intra_f16dot")]
+OPT_IN = {"kernel_two_launch_intra_f16dot"}  # modelled, not part of the two-launch prefill's sum
 SHAPES = [("prefill", 1024, 1), ("prefill", 1024, 4), ("prefill", 4096, 1), ("prefill", 4096, 4),
           ("prefill", 16384, 1), ("prefill", 16384, 4), ("decode", 1, 1), ("decode", 1, 4), ("decode", 1, 128)]
 
@@ -499,11 +513,11 @@ SHAPES = [("prefill", 1024, 1), ("prefill", 1024, 4), ("prefill", 4096, 1), ("pr
 def product_kernels(kernels):
     """(kernel, designed waves, work function, calls) of each product instantiation."""
     found = []
-    for short, args, waves, work, calls in PRODUCT:
+    for short, args, waves, work, calls, *label in PRODUCT:
         k = next((k for k in kernels if k["short"].endswith(short) and ("<" + args + ">") in k["pretty"]), None)
         if k is None:
             sys.exit("gfx906_isa: product kernel %s<%s> not found in the code objects" % (short, args))
-        found.append((k, waves, work, calls))
+        found.append((dict(k, label=label[0] if label else short), waves, work, calls))
     return found
 
 
@@ -564,7 +578,7 @@ def model_row(k, work, T, B):
 def model(kernels):
     rows = []
     for k, _, work, calls in product_kernels(kernels):
-        name = k["short"].replace("void ", "")
+        name = k["label"]
         for phase, T, B in SHAPES:
             if phase not in calls:
                 continue
@@ -600,15 +614,22 @@ def print_model(rows):
             r["kernel"], r["phase"], r["T"], r["B"], r["wg"], r["slots"], r["rounds"], r["fill"], r["issue_us"],
             r["latency_us"], r["lds_us"], r["mem_us"], r["est_us"], r["bind"], r["roof_us"],
             r["est_us"] / r["roof_us"]))
-    two = {}
+    two, f16dot = {}, {}
     for r in rows:
-        if r["kernel"] != "kernel_deltanet_recurrent":
+        if r["kernel"] in OPT_IN:
+            f16dot[(r["T"], r["B"])] = r["est_us"]
+        elif r["kernel"] != "kernel_deltanet_recurrent":
             e = two.setdefault((r["T"], r["B"]), [0.0, 0.0])
             e[0] += r["est_us"]
             e[1] += r["roof_us"]
     for (T, B), (est, roof) in sorted(two.items()):
         print("two-launch prefill T=%-6d B=%d: %9.1f us modelled, roofline %8.1f us (%.2fx)" % (T, B, est, roof,
                                                                                                est / roof))
+    for (T, B), intra in sorted(f16dot.items()):
+        fp32 = next(r["est_us"] for r in rows if r["kernel"] == "kernel_two_launch_intra" and (r["T"], r["B"]) == (T, B))
+        est = two[(T, B)][0]
+        print("  with the opt-in f16dot intra kernel: %9.1f us (intra %.1f -> %.1f us, %.1f %% of the prefill)" % (
+            est - fp32 + intra, fp32, intra, 100 * (fp32 - intra) / est))
 
 
 
@@ -630,7 +651,7 @@ def write_loop_table(kernels, path):
         for k, _, _, _ in product_kernels(kernels):
             for l in k["loops"]:
                 f.write("%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n" % (
-                    k["short"].replace("void ", ""), l["index"], l["inner"], l["insts"], l["valu"], l["fma"],
+                    k["label"], l["index"], l["inner"], l["insts"], l["valu"], l["fma"],
                     l["serial16"], l["vm_drains"], l["lds_drains"], loop_cost(l)))
 
 
@@ -642,7 +663,7 @@ def read_tsv(path):
 
 def worst_loop(k, old_loops):
     """The loop of k whose iteration cost grew most against the committed table."""
-    name = k["short"].replace("void ", "")
+    name = k["label"]
     old = {int(r["loop"]): int(r["cycles"]) for r in old_loops if r["kernel"] == name}
     best, grow = None, -1
     for l in k["loops"]:
@@ -679,8 +700,7 @@ def check(kernels, rows):
                              "the earlier loads" % (k["pretty"], l["index"], l["start"], l["serial16"], l["gload16"]))
     old = {(r["kernel"], r["phase"], r["T"], r["B"]): float(r["est_us"]) for r in read_tsv(MODEL_TABLE)}
     old_loops = read_tsv(LOOP_TABLE)
-    by_call = {(k["short"].replace("void ", ""), phase): k for k, _, _, calls in product_kernels(kernels)
-               for phase in calls}
+    by_call = {(k["label"], phase): k for k, _, _, calls in product_kernels(kernels) for phase in calls}
     for r in rows:
         key = (r["kernel"], r["phase"], str(r["T"]), str(r["B"]))
         if key not in old:

@@ -2,6 +2,8 @@
 // (kdn_shfl) and the lane index; everything else is built on them here, so
 // the reductions are the same code on every backend. gfx906 also gets DPP
 // row rotations (kdn_row_ror), which the other backends emulate with kdn_shfl.
+// At the end, per lane: gfx906's packed fp16 dot product (v_dot2_f32_f16)
+// and its emulation on the other backends, built on the same bit casts.
 #pragma once
 #include "backend.h"
 
@@ -225,3 +227,143 @@ __device__ __forceinline__ float kdn_quad_sum(float v) {
     v += kdn_quad_perm<2, 3, 0, 1>(v);
     return v;
 }
+
+// ---- packed fp16 dot products: gfx906's v_dot2_f32_f16 --------------------------
+// A kdn_f16x2 holds two IEEE binary16 values, element 0 in bits 0..15 (the
+// layout of v_dot2_f32_f16's packed operands).
+//   kdn_pack_f16x2(lo, hi)      each float rounded to the nearest fp16, ties to
+//                               even (v_cvt_f16_f32 in the default mode);
+//                               fp16 subnormals kept, overflow to infinity
+//   kdn_dot2_f32_f16(a, b, c)   a.lo b.lo + a.hi b.hi + c, c and the result fp32
+// What v_dot2_f32_f16 does, as far as public sources say (docs/tolerances.md,
+// "Packed fp16 products", cites them):
+//   confirmed  the two fp16 x fp16 products are exact (22-bit significands,
+//              |p| in [2^-48, 2^32]: an fp32 holds every one), so only the
+//              three-term sum rounds; the fp32 accumulator c and the result are
+//              flushed to zero when subnormal, whatever the mode register says
+//              (LLVM's AMDGPU lowering); fp16 subnormal inputs are kept on
+//              every GPU but gfx90a (LLVM, from hardware tests);
+//   assumed    the sum is rounded once, to nearest even (an LLVM reviewer's
+//              "only rounds a single time"; AMD's ISA guide gives only
+//              D = S0[0] S1[0] + S0[1] S1[1] + S2). Two roundings (an fma
+//              chain) or a truncated alignment of the three terms (found on
+//              gfx1151 silicon) would differ in the last bits; the variant's
+//              tolerance allows 3 u of the summed magnitudes per instruction,
+//              which covers each of them (docs/tolerances.md).
+// The CPU executor and CUDA run the emulation below: single rounding of the
+// exact sum, the flushes above. A result below 2^-126 after rounding to 24
+// bits is flushed (assumed: where the hardware decides is not documented).
+typedef unsigned kdn_f16x2;
+
+#if defined(KDN_BACKEND_HIP)
+typedef _Float16 kdn_half2_vec __attribute__((ext_vector_type(2)));
+__device__ __forceinline__ kdn_f16x2 kdn_pack_f16x2(float lo, float hi) {
+    const kdn_half2_vec h = {(_Float16)lo, (_Float16)hi};
+    return __builtin_bit_cast(kdn_f16x2, h);
+}
+__device__ __forceinline__ float kdn_dot2_f32_f16(kdn_f16x2 a, kdn_f16x2 b, float c) {
+    return __builtin_amdgcn_fdot2(__builtin_bit_cast(kdn_half2_vec, a), __builtin_bit_cast(kdn_half2_vec, b), c,
+                                  false);
+}
+#else
+// (kdn_f32_bits / kdn_f32_from_bits: the bit casts above)
+// fp32 -> fp16 bits, round to nearest even.
+__device__ __forceinline__ unsigned kdn_f16_bits(float f) {
+    const unsigned x = (unsigned)kdn_f32_bits(f), sign = x >> 16 & 0x8000u, ax = x & 0x7fffffffu;
+    if (ax > 0x7f800000u) return sign | 0x7e00u;   // NaN
+    if (ax >= 0x477ff000u) return sign | 0x7c00u;  // 65520 and up (the tie above 65504 included): infinity
+    if (ax < 0x38800000u)                           // below 2^-14: an fp16 subnormal, in units of 2^-24
+        return sign | (unsigned)rintf(kdn_f32_from_bits((int)ax) * 0x1p24f); // exact scaling; rintf ties to even
+    const unsigned r = ax - (112u << 23), keep = r >> 13, rest = r & 0x1fffu; // rebias 127 -> 15
+    return sign | (keep + (rest > 0x1000u || (rest == 0x1000u && (keep & 1u)))); // a carry moves the exponent
+}
+
+__device__ __forceinline__ float kdn_f16_value(unsigned h) {
+    const unsigned sign = (h & 0x8000u) << 16, e = h >> 10 & 0x1fu, m = h & 0x3ffu;
+    if (e == 0) return kdn_f32_from_bits((int)(sign | (unsigned)kdn_f32_bits((float)m * 0x1p-24f))); // subnormal or zero: exact
+    if (e == 31) return kdn_f32_from_bits((int)(sign | 0x7f800000u | m << 13));             // infinity, NaN
+    return kdn_f32_from_bits((int)(sign | (e + 112u) << 23 | m << 13));
+}
+
+__device__ __forceinline__ kdn_f16x2 kdn_pack_f16x2(float lo, float hi) { return kdn_f16_bits(lo) | kdn_f16_bits(hi) << 16; }
+
+__device__ __forceinline__ float kdn_flush_subnormal(float x) { return fabsf(x) < 0x1p-126f ? 0.0f * x : x; }
+
+// n 2^e rounded to fp32 (to nearest even, once), a result below 2^-126 flushed.
+__device__ inline float kdn_round_scaled(__int128 n, int e) {
+    const bool neg = n < 0;
+    unsigned __int128 m = neg ? -(unsigned __int128)n : (unsigned __int128)n;
+    int len = 0;
+    while (len < 128 && m >> len) len++;
+    if (len > 24) {
+        const int s = len - 24;
+        const unsigned __int128 rest = m & (((unsigned __int128)1 << s) - 1), half = (unsigned __int128)1 << (s - 1);
+        m >>= s;
+        e += s;
+        m += rest > half || (rest == half && (m & 1));
+    }
+    const float r = kdn_flush_subnormal(ldexpf((float)(unsigned)m, e)); // m <= 2^24: exact as a float
+    return neg ? -r : r;
+}
+
+// x 2^k for k >= 0 (no overflow here), else x 2^k truncated toward zero (x >= 0
+// where it truncates); 0 past the width. Through unsigned: a left shift of a
+// negative value is undefined in C++17.
+__device__ __forceinline__ __int128 kdn_shift(__int128 x, int k) {
+    if (k >= 0) return (__int128)((unsigned __int128)x << k);
+    return k > -127 ? x >> -k : 0;
+}
+
+// x (finite) = n 2^e with |n| < 2^24 (0: n = 0).
+__device__ __forceinline__ void kdn_exact_of(float x, __int128 *n, int *e) {
+    const float f = frexpf(x, e);
+    *n = (__int128)(long long)ldexpf(f, 24);
+    *e -= 24;
+}
+
+// p0 + p1 + c rounded once; p0, p1 exact fp16 products (multiples of 2^-48
+// below 2^33), c an fp32, all finite. The products' sum P is exact in 128
+// bits on the 2^-48 grid. P and c go on a common grid 100 bits below the
+// larger one's leading bit; bits of the smaller one below that grid can only
+// exist where the larger one is at least 2^18 times larger (P spans <= 82
+// bits and never has bits below 2^-48, c spans 24), so no cancellation
+// follows: the result's rounding unit is far above the grid and the lost
+// bits act only as a sticky bit. The sum becomes 2N +- 1 on a grid twice as
+// fine, strictly between the same two grid points as the exact sum, which
+// rounds as the exact sum does.
+__device__ inline float kdn_sum3_exact(float p0, float p1, float c) {
+    __int128 n0, n1, nc;
+    int e0, e1, ec;
+    kdn_exact_of(p0, &n0, &e0);
+    kdn_exact_of(p1, &n1, &e1);
+    const __int128 P = kdn_shift(n0, e0 + 48) + kdn_shift(n1, e1 + 48); // exact: the products' low bits are zero
+    kdn_exact_of(c, &nc, &ec);
+    int top_p = -48;
+    for (unsigned __int128 m = P < 0 ? -(unsigned __int128)P : (unsigned __int128)P; m; m >>= 1) top_p++;
+    const int grid = (top_p > ec + 24 ? top_p : ec + 24) - 100;
+    __int128 terms[2] = {P, nc}, sum = 0;
+    const int exps[2] = {-48, ec};
+    int sticky = 0;
+    for (int i = 0; i < 2; i++) {
+        const int s = grid - exps[i];
+        const __int128 mag = terms[i] < 0 ? -terms[i] : terms[i], kept = kdn_shift(mag, -s);
+        sum += terms[i] < 0 ? -kept : kept;
+        if (s > 0 && kdn_shift(kept, s) != mag) sticky = terms[i] < 0 ? -1 : 1;
+    }
+    return sticky ? kdn_round_scaled(2 * sum + sticky, grid - 1) : kdn_round_scaled(sum, grid);
+}
+
+__device__ inline float kdn_dot2_f32_f16(kdn_f16x2 a, kdn_f16x2 b, float c) {
+    const float p0 = kdn_f16_value(a & 0xffffu) * kdn_f16_value(b & 0xffffu); // exact
+    const float p1 = kdn_f16_value(a >> 16) * kdn_f16_value(b >> 16);
+    c = kdn_flush_subnormal(c);
+    if (!isfinite(p0) || !isfinite(p1) || !isfinite(c)) return p0 + p1 + c; // infinities and NaNs as IEEE
+    // The sum in double is the exact sum when neither addition rounds
+    // (TwoSum's error terms zero); then one conversion rounds it, as the
+    // hardware does, unless the result is near the flush range.
+    const double s1 = (double)p0 + (double)p1, t1 = s1 - p0, err1 = (p0 - (s1 - t1)) + (p1 - t1);
+    const double s = s1 + (double)c, t = s - s1, err = (s1 - (s - t)) + (c - t);
+    if (err1 == 0.0 && err == 0.0 && (s == 0.0 || fabs(s) >= 0x1p-126)) return (float)s;
+    return kdn_sum3_exact(p0, p1, c);
+}
+#endif
