@@ -37,11 +37,11 @@ REC='recurrent_decode recurrent_odd_dims recurrent_strong_decay recurrent_state_
 ONE_LAUNCH='one_launch_T1 one_launch_T65 one_launch_gqa3 one_launch_chunk32_T33 one_launch_odd_dims'
 TWO='two_launch_*'
 # a term of the layer scaled by 0.999 (a 0.1 % error), per kernel
-fault rec_out_intra kernels/deltanet_recurrent.cpp 's/fmaf\(d, kq, a \* sq\)/fmaf(0.999f * d, kq, a * sq)/' "$REC compare_T1024_B1" quick
-fault rec_out_state kernels/deltanet_recurrent.cpp 's/fmaf\(d, kq, a \* sq\)/fmaf(d, kq, 0.999f * a * sq)/' "$REC"
-fault rec_delta kernels/deltanet_recurrent.cpp 's/const float d = cur.beta \*/const float d = 0.999f * cur.beta */' "$REC"
-fault rec_decay kernels/deltanet_recurrent.cpp 's/S\[r\] = fmaf\(cur.k\[r\], d, a \* S\[r\]\)/S[r] = fmaf(cur.k[r], d, 0.999f * a * S[r])/' "$REC"
-fault rec_decay_after_update kernels/deltanet_recurrent.cpp 's/S\[r\] = fmaf\(cur.k\[r\], d, a \* S\[r\]\)/S[r] = a * fmaf(cur.k[r], d, S[r])/' "$REC"
+fault rec_out_intra kernels/deltanet_recurrent.cpp 's/fmaf\(d\[i\], dots\[kCols\], a \* dots\[i\]\)/fmaf(0.999f * d[i], dots[kCols], a * dots[i])/' "$REC compare_T1024_B1" quick
+fault rec_out_state kernels/deltanet_recurrent.cpp 's/fmaf\(d\[i\], dots\[kCols\], a \* dots\[i\]\)/fmaf(d[i], dots[kCols], 0.999f * a * dots[i])/' "$REC"
+fault rec_delta kernels/deltanet_recurrent.cpp 's/d\[i\] = cur.beta \*/d[i] = 0.999f * cur.beta */' "$REC"
+fault rec_decay kernels/deltanet_recurrent.cpp 's/S\[i\]\[r\] = fmaf\(cur.k\[r\], d\[i\], a \* S\[i\]\[r\]\)/S[i][r] = fmaf(cur.k[r], d[i], 0.999f * a * S[i][r])/' "$REC"
+fault rec_decay_after_update kernels/deltanet_recurrent.cpp 's/S\[i\]\[r\] = fmaf\(cur.k\[r\], d\[i\], a \* S\[i\]\[r\]\)/S[i][r] = a * fmaf(cur.k[r], d[i], S[i][r])/' "$REC"
 # the per-token decay factor off by 2^-23 with a steady sign (as CUDA's expf was, a tenth of it:
 # docs/tolerances.md): the weak-decay T = 1000 grid case must see it
 fault rec_decay_biased kernels/deltanet_recurrent.cpp 's/kdn_decay\(cur.g\)/(expf(cur.g) * (1.0f + 0x1p-23f))/' "grid_recurrent"
