@@ -10,21 +10,24 @@
 // 1.2e-5 normwise on the H100 (docs/tolerances.md); glibc's nearly correctly
 // rounded expf hid it on the CPU build. This function is the same IEEE
 // arithmetic on every backend (fmaf, rintf, ldexpf are exact or correctly
-// rounded everywhere), so the CPU build checks the very numbers a GPU gets.
+// rounded everywhere), so the CPU build checks the very numbers a GPU gets
+// (the H100 gives the CPU's decay_factor figures bit for bit).
 //
 // How: g = k ln 2 + r with k = rint(g / ln 2), |r| <= ln 2 / 2, ln 2 split in
 // two (Cody-Waite: k C1 is exact, so r is exact for k = 0 and rounded once
 // otherwise); e^r = 1 + r (1 + r Q(r)) with Q a degree-5 fit of
 // (e^r - 1 - r) / r^2 (mpmath.chebyfit, 1.4e-9 off, 0.003 ulp of e^r); the
 // last step is one fma, rounded once; then scaled by 2^k (exact).
-// Error (tests/test_harness.c checks it against exp in double over the whole
-// float range): at most 0.5 + 0.5 |g| ulp for |g| <= ln 2 / 2, the range where
-// a decay is weak enough to compound (k = 0), and under 1 ulp elsewhere.
+// Error against e^g, every float g with 2^-40 <= |g| <= 104 tried: at most
+// 0.531 ulp for |g| <= 1/16 (where a decay is weak enough to compound; mean
+// error ~1e-6 ulp), 0.706 for |g| <= ln 2 / 2, 0.874 elsewhere. Phase 1's
+// decay_factor row (phases/phase1_elementwise.c) holds every build to it.
 // |g| > 256 is clamped (e^-256 is 0, e^256 infinite in float), which also keeps
 // k an int; NaN stays NaN.
 //
-// gfx906: 16 VALU instructions where hipcc's expf took 13 (v_exp_f32 is not
-// correctly rounded either); results/gfx906-model.tsv has the cost.
+// Cost: gfx906 17 VALU instructions where hipcc's expf took 13 (v_exp_f32 is
+// not correctly rounded either); H100 within the noise of expf at T <= 64
+// (docs/performance.md, "The decay factor's cost").
 #pragma once
 #include "backend/backend.h"
 
