@@ -247,11 +247,10 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurr
             sk[i] = 0.0f;
             for (int r = 0; r < R; r++) sk[i] = fmaf(S[i][r], cur.k[r], sk[i]);
         }
-        dots[kCols] = 0.0f;
-        for (int r = 0; r < R; r++) dots[kCols] = fmaf(cur.k[r], cur.q[r], dots[kCols]);
-        for (int i = 0; i < kCols; i++) {
-            dots[i] = 0.0f;
-            for (int r = 0; r < R; r++) dots[i] = fmaf(S[i][r], cur.q[r], dots[i]);
+        for (int i = 0; i <= kCols; i++) dots[i] = 0.0f;
+        for (int r = 0; r < R; r++) {
+            for (int i = 0; i < kCols; i++) dots[i] = fmaf(S[i][r], cur.q[r], dots[i]);
+            dots[kCols] = fmaf(cur.k[r], cur.q[r], dots[kCols]);
         }
         group_sums<kCols>(sk);
 
@@ -292,13 +291,29 @@ static dim3 grid_of(const KdnRecurrentCall *c, int cols) {
     return dim3((unsigned)KDN_CEIL_DIV(c->s.D_v, cols * kColsPerBlock), (unsigned)c->s.H_v, (unsigned)c->s.n_seqs);
 }
 
-// Four variants: scalar gate K = 1 for decode (T = 1) and for prompts, scalar
-// gate with snapshots, KDA gate (with or without snapshots). Prompts run two
-// columns per group: k, q, their loads and k.q serve both, 191 instructions
-// per token on gfx906 where two groups of one column take 2 x 130, and half
-// the workgroups (128 at B = 1: one MI50 round at 3 waves per SIMD, where
-// 256 one-column workgroups took 240 + 16); on the H100 level at B = 1 and
-// 5-7 % faster at B = 4 (docs/performance.md, issue 14).
+// Prompts (scalar gate, K = 1, T > 1) run two columns per group where one
+// column per group would take more than one round of the device's workgroup
+// slots: one k, q (loads, registers, k.q) then serve both columns, gfx906's
+// loop issues 196 instructions per token for two columns where one took 130,
+// and the grid halves (MI50, B = 1: 256 one-column workgroups on 240 slots,
+// two rounds, -> 128 two-column ones on 180, one; the model's recurrent
+// prefill drops 25 %). Where one round holds the one-column grid (the H100's
+// 528 at B = 1) the one-column kernel keeps its twice as many warps to hide
+// the per-token chain of shuffles: on the H100 it was 10-18 % faster at B = 1
+// and the two-column one 0-7 % faster at B = 4 (docs/performance.md, issue 14).
+template <int R, bool kFull, bool kVec>
+static bool prompt_two_cols(const KdnRecurrentCall *c) {
+    // gfx906_per_cu 4: the one-column kernel at D_k = 128 has 56 VGPRs, 4 waves
+    // per SIMD, workgroups of 4 waves (the ISA gate holds it to that)
+    static const int round =
+        KDN_ROUND_WORKGROUPS((kernel_deltanet_recurrent<R, kFull, false, false, kVec, true, 1>), kBlock, 4);
+    const dim3 g = grid_of(c, 1);
+    return round <= 0 || (long)g.x * g.y * g.z > round;
+}
+
+// Four variants: scalar gate K = 1 for decode (T = 1) and for prompts (one or
+// two columns per group, above), scalar gate with snapshots, KDA gate (with or
+// without snapshots).
 template <int R, bool kFull, bool kVec>
 static void launch(const KdnRecurrentCall *c) {
     const dim3 block(kBlock);
@@ -306,8 +321,10 @@ static void launch(const KdnRecurrentCall *c) {
         KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, true, true, kVec, true, 1>), grid_of(c, 1), block, 0, *c);
     else if (c->K > 1)
         KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, true, kVec, true, 1>), grid_of(c, 1), block, 0, *c);
-    else if (c->s.T > 1)
+    else if (c->s.T > 1 && prompt_two_cols<R, kFull, kVec>(c))
         KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, false, kVec, true, 2>), grid_of(c, 2), block, 0, *c);
+    else if (c->s.T > 1)
+        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, false, kVec, true, 1>), grid_of(c, 1), block, 0, *c);
     else
         KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, false, kVec, false, 1>), grid_of(c, 1), block, 0, *c);
 }

@@ -307,6 +307,11 @@ static const Test tests[] = {
     {8, "recurrent_odd_dims", "recurrent", TOL_CHUNK,
      {.T = 37, .n_seqs = 3, .H_k = 2, .H_v = 6, .D_k = 72, .D_v = 40, .chunk = 64, .state = 1}, t_layer},
     {8, "recurrent_strong_decay", "recurrent", TOL_CHUNK, {QWEN(70, 1), .decay = DECAY_STRONG, .state = 1}, t_layer},
+    /* two state columns per group (more one-column workgroups than a round: 3 x 32 x 8 = 768 > 240
+     * on the MI50, which the CPU build reports, and > 528 on the H100) with a partial second set of
+     * columns (D_v = 40); H_k = 2 so that the CPU build keeps the heads */
+    {8, "recurrent_two_cols_odd", "recurrent", TOL_CHUNK,
+     {.T = 5, .n_seqs = 8, .H_k = 2, .H_v = 32, .D_k = 72, .D_v = 40, .chunk = 64, .state = 1}, t_layer},
     /* D_k not a multiple of 4: the single-row fallback of the 16-byte row runs */
     {8, "recurrent_dk_not4", "recurrent", TOL_CHUNK,
      {.T = 9, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 70, .D_v = 24, .chunk = 64, .state = 1}, t_layer},

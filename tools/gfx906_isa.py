@@ -490,11 +490,13 @@ def work_recurrent_2cols(T, B):
 
 
 # kernel (short name, template arguments), waves/SIMD it is designed for, work function, the calls it
-# stands for. The recurrent kernel has two: prompts run its instantiation with the next token's loads
-# ahead (scalar gate, no snapshots in the loop; D_k = 128: R = 8, full rows, 16-byte row runs) and two
-# state columns per group (128 workgroups at B = 1: one round of 180 slots at 3 waves per SIMD), decode
-# (T = 1) the one without, one column per group (a single token, no loop: 5 waves per SIMD or more, so
-# that the B = 1 grid of 256 workgroups fits one round).
+# stands for. The recurrent kernel has three: prompts run its instantiation with the next token's loads
+# ahead (scalar gate, no snapshots in the loop; D_k = 128: R = 8, full rows, 16-byte row runs) with two
+# state columns per group where one column per group would take more than one round (the MI50 at B = 1
+# and 4: 128 workgroups at B = 1 fill one round of 180 slots at 3 waves per SIMD), with one column
+# otherwise (no model rows; its 4 waves per SIMD are the figure the CPU build reports for the launcher's
+# choice, KDN_ROUND_WORKGROUPS); decode (T = 1) the one without the token ahead, one column per group (a
+# single token, no loop: 5 waves per SIMD or more, so that the B = 1 grid of 256 workgroups fits one round).
 # A sixth element, where present, labels a kernel's rows in the tables (default: its name): the intra
 # kernel's packed-fp16 instantiation (kF16Dot, opt-in, not the library's path) is modelled beside its
 # default one under its own label, and left out of the two-launch prefill's sum (OPT_IN).
@@ -502,6 +504,7 @@ PRODUCT = [("kernel_two_launch_intra", "64, true, false", 2, work_intra, ("prefi
            ("kernel_two_launch_state", "64, true", 2, work_state, ("prefill",)),
            ("kernel_deltanet_recurrent", "8, true, false, false, true, true, 2", 3, work_recurrent_2cols,
             ("prefill",)),
+           ("kernel_deltanet_recurrent", "8, true, false, false, true, true, 1", 4, work_recurrent, ()),
            ("kernel_deltanet_recurrent", "8, true, false, false, true, false, 1", 5, work_recurrent, ("decode",)),
            ("kernel_two_launch_intra", "64, true, true", 2, work_intra_f16dot, ("prefill",),
             "kernel_two_launch_intra_f16dot")]
@@ -648,8 +651,8 @@ def loop_cost(l):
 def write_loop_table(kernels, path):
     with open(path, "w") as f:
         f.write("kernel\tloop\tinner\tinsts\tvalu\tfma\tserial16\tvm_drains\tlds_drains\tcycles\n")
-        for k, _, _, _ in product_kernels(kernels):
-            for l in k["loops"]:
+        for k, _, _, calls in product_kernels(kernels):
+            for l in k["loops"] if calls else ():
                 f.write("%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n" % (
                     k["label"], l["index"], l["inner"], l["insts"], l["valu"], l["fma"],
                     l["serial16"], l["vm_drains"], l["lds_drains"], loop_cost(l)))

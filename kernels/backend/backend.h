@@ -39,6 +39,10 @@
 #define gpuEventSynchronize hipEventSynchronize
 #define gpuEventElapsedTime hipEventElapsedTime
 #define gpuMemset hipMemset
+#define gpuGetDevice hipGetDevice
+#define gpuDeviceGetAttribute hipDeviceGetAttribute
+#define gpuDevAttrMultiProcessorCount hipDeviceAttributeMultiprocessorCount
+#define gpuOccupancyMaxActiveBlocksPerMultiprocessor hipOccupancyMaxActiveBlocksPerMultiprocessor
 #define KDN_LAUNCH(kernel, grid, block, shmem, ...)                              \
     do {                                                                          \
         hipLaunchKernelGGL(kernel, grid, block, shmem, (hipStream_t)kdn_launch_stream, __VA_ARGS__); \
@@ -74,6 +78,10 @@
 #define gpuEventSynchronize cudaEventSynchronize
 #define gpuEventElapsedTime cudaEventElapsedTime
 #define gpuMemset cudaMemset
+#define gpuGetDevice cudaGetDevice
+#define gpuDeviceGetAttribute cudaDeviceGetAttribute
+#define gpuDevAttrMultiProcessorCount cudaDevAttrMultiProcessorCount
+#define gpuOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
 #define KDN_LAUNCH(kernel, grid, block, shmem, ...)                              \
     do {                                                                          \
         kernel<<<grid, block, shmem, (cudaStream_t)kdn_launch_stream>>>(__VA_ARGS__); \
@@ -115,6 +123,19 @@ void kdn_launch_refused(const char *kernel, const char *why);
     cudaFuncSetAttribute((const void *)(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(bytes))
 #else
 #define KDN_ALLOW_LDS(kernel, bytes) ((void)(bytes))
+#endif
+
+// How many workgroups of `threads` threads one round of `kernel` runs at once
+// on the current device: its multiprocessors (CUs, SMs) times the kernel's
+// occupancy, asked of the runtime (0 when it cannot say). The CPU executor has
+// neither and reports the MI50's, 60 CUs x gfx906_per_cu (the kernel's
+// workgroups per CU on gfx906, which tools/gfx906_isa.py's gate holds it to),
+// so that make test runs the grids an MI50 runs.
+#if defined(KDN_BACKEND_CPU)
+#define KDN_ROUND_WORKGROUPS(kernel, threads, gfx906_per_cu) (60 * (gfx906_per_cu))
+#else
+int kdn_round_workgroups(const void *kernel, int threads);
+#define KDN_ROUND_WORKGROUPS(kernel, threads, gfx906_per_cu) kdn_round_workgroups((const void *)(kernel), (threads))
 #endif
 
 // Full unrolling of a loop with a compile-time trip count, so that arrays

@@ -28,6 +28,16 @@ void *kdn_set_stream(void *stream) {
     return previous;
 }
 
+int kdn_round_workgroups(const void *kernel, int threads) {
+    int dev = 0, mps = 0, per_mp = 0;
+    if (gpuGetDevice(&dev) != gpuSuccess || gpuDeviceGetAttribute(&mps, gpuDevAttrMultiProcessorCount, dev) != gpuSuccess ||
+        gpuOccupancyMaxActiveBlocksPerMultiprocessor(&per_mp, kernel, threads, 0) != gpuSuccess) {
+        (void)gpuGetLastError(); // not a launch error: the next launch must not report it
+        return 0;
+    }
+    return mps * per_mp;
+}
+
 void kdn_launch_refused(const char *kernel, const char *why) {
     if (launch_error[0] == 0) snprintf(launch_error, sizeof launch_error, "%s refused the shape: %s", kernel, why);
 }
