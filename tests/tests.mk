@@ -85,7 +85,7 @@ test-gfx906:
 	else echo "hipcc not found: gfx906 build skipped"; fi
 
 test:
-	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_harness build/cpu/test_failing
+	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_harness build/cpu/test_failing build/cpu/test_report_escape
 	@build/cpu/test_harness
 	@$(MAKE) --no-print-directory test-asan
 	@$(MAKE) --no-print-directory test-gfx906
