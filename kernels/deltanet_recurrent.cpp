@@ -9,15 +9,17 @@
 //   grid      (ceil(D_v / (16 kCols)), H_v, n_seqs): one workgroup per
 //             16 kCols state columns of one head of one sequence -> every head
 //             and sequence in one launch; for a single sequence of the default
-//             model (D_v = 128, H_v = 32) 256 workgroups at decode (kCols = 1),
-//             128 for prompts (kCols = 2).
+//             model (D_v = 128, H_v = 32) 256 workgroups with kCols = 1, 128
+//             with kCols = 2.
 //   workgroup 256 threads = 16 groups of kGroup = 16 lanes (4 waves on gfx906,
 //             8 warps on CUDA; a group never straddles a wave for KDN_WAVE 32 or
 //             64). No LDS, no barriers.
 //   group     owns kCols state columns, 16 apart (so each set of 16 is
 //             contiguous across the workgroup), i.e. kCols x D_k floats; the
-//             description below is per column b. Prompts take kCols = 2: one
-//             k, q (loads, registers, k.q) serve both columns (launch()).
+//             description below is per column b. Prompts take kCols = 2
+//             where one column per group would take more than one round of
+//             the device (prompt_two_cols()): one k, q (loads, registers,
+//             k.q) then serve both columns.
 //   lane      lane j of a group owns R = ceil(D_k / 16) rows of that column,
 //             kept in R registers for all T tokens (the state is read once and
 //             written once): runs of 4 consecutive rows 4j .. 4j+3, 64 rows
