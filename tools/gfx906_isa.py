@@ -144,16 +144,32 @@ def loop_stats(body):
     instructions in between) an s_waitcnt waits for vmcnt(0) or for a memory
     operation issued earlier in the same iteration: the load is issued only
     after every earlier load has returned, so their latencies add up.
-    vm_drains / lds_drains count the waits for a global / LDS (or scalar
-    memory) operation of the same iteration: each exposes one latency."""
+    vm_exposed / lds_exposed: the cycles one wave stalls at the waits for a
+    global / LDS (or scalar memory) operation of the same iteration, walking
+    the body in order: a wait exposes the latency of the newest operation it
+    waits for less the issue cycles since that operation was issued (work the
+    wave had to do meanwhile hides it); vm_drains / lds_drains count the
+    waits that expose any. Loads of an earlier iteration expose none."""
     st = {"insts": len(body), "valu": 0, "fma": 0, "salu": 0, "lds_read_B": 0, "barrier": 0,
           "dpp": 0, "swizzle": 0, "bpermute": 0, "readlane": 0, "serial16": 0, "serial": 0,
-          "vm_drains": 0, "lds_drains": 0}
+          "vm_drains": 0, "lds_drains": 0, "vm_exposed": 0, "lds_exposed": 0}
     for w in (4, 8, 12, 16):
         st["gload%d" % w] = 0
     for w in (4, 8, 16):
         st["lds%d" % w] = 0
-    pending, lds_pending, drained = 0, 0, False
+    pending, drained = 0, False
+    now, vm_issued, lgkm_issued = 0, [], []  # issue cycle of each memory operation of this iteration
+
+    def wait(issued, n, lat, key):
+        nonlocal now
+        if n is None or n >= len(issued):
+            return
+        stall = max(0, lat - (now - issued[len(issued) - n - 1]))
+        if stall:
+            st[key + "_drains"] += 1
+            st[key + "_exposed"] += stall
+            now += stall
+
     for _, mnem, ops, _ in body:
         if mnem.startswith("v_"):
             st["valu"] += 1
@@ -180,13 +196,10 @@ def loop_stats(body):
             n = vmcnt(ops)
             if n is not None and (n == 0 or n < pending):
                 drained = True
-            if n is not None and n < pending:
-                st["vm_drains"] += 1  # waits for a load of this very iteration: a memory latency exposed
-            n = lgkmcnt(ops)
-            if n is not None and n < lds_pending:
-                st["lds_drains"] += 1
+            wait(vm_issued, n, LAT_GLOBAL, "vm")
+            wait(lgkm_issued, lgkmcnt(ops), LAT_LDS, "lds")
         if mnem.startswith("ds_") or mnem.startswith("s_load") or mnem.startswith("s_buffer_load"):
-            lds_pending += 1  # lgkmcnt counts LDS and scalar-memory operations
+            lgkm_issued.append(now)  # lgkmcnt counts LDS and scalar-memory operations
         elif not mnem.startswith("s_") and not VMEM.match(mnem):
             drained = False  # the wait served this consumer, not the next load
         m = GLOBAL_LOAD.match(mnem)
@@ -200,6 +213,8 @@ def loop_stats(body):
         if VMEM.match(mnem):
             pending += 1
             drained = False
+            vm_issued.append(now)
+        now += VALU_CYCLES if mnem.startswith("v_") else OTHER_CYCLES
     return st
 
 
@@ -351,7 +366,7 @@ def analyse(outdir):
 
 
 LOOP_COLS = ["insts", "valu", "fma", "salu", "lds4", "lds8", "lds16", "lds_read_B", "gload4", "gload8",
-             "gload16", "serial", "serial16", "vm_drains", "lds_drains", "dpp", "swizzle", "bpermute", "readlane",
+             "gload16", "serial", "serial16", "vm_drains", "lds_drains", "vm_exposed", "lds_exposed", "dpp", "swizzle", "bpermute", "readlane",
              "barrier"]
 
 
@@ -535,7 +550,7 @@ def loop_costs(k):
     if fma == 0:
         return None
     issue = sum(VALU_CYCLES * l["valu"] + OTHER_CYCLES * (l["insts"] - l["valu"]) for l in loops) / fma
-    latency = sum(LAT_GLOBAL * l["vm_drains"] + LAT_LDS * l["lds_drains"] for l in loops) / fma
+    latency = sum(l["vm_exposed"] + l["lds_exposed"] for l in loops) / fma
     lds = sum(l["lds_read_B"] for l in loops) * 64 / fma  # LDS bytes per wave FMA instruction
     return dict(issue=issue, latency=latency, lds=lds, loops=loops)
 
@@ -644,8 +659,7 @@ REGRESSION = 1.10
 
 def loop_cost(l):
     """Cycles of one iteration of a loop for one wave: issue plus the latencies its waits expose."""
-    return (VALU_CYCLES * l["valu"] + OTHER_CYCLES * (l["insts"] - l["valu"]) + LAT_GLOBAL * l["vm_drains"]
-            + LAT_LDS * l["lds_drains"])
+    return VALU_CYCLES * l["valu"] + OTHER_CYCLES * (l["insts"] - l["valu"]) + l["vm_exposed"] + l["lds_exposed"]
 
 
 def write_loop_table(kernels, path):
@@ -716,6 +730,35 @@ def check(kernels, rows):
     return fails
 
 
+def selftest():
+    """The latency rule of loop_stats on hand-made loop bodies whose stalls
+    are worked out by hand (run by `check`). Returns the failures."""
+    load = (0, "global_load_dwordx4", "v[0:3], v[4:5], off", None)
+    lds = (0, "ds_read_b128", "v[0:3], v4", None)
+    valu = (0, "v_fmac_f32_e32", "v8, v9, v10", None)
+    wait = lambda ops: (0, "s_waitcnt", ops, None)
+    cases = [  # (what, body, key, exposed cycles, waits that expose any)
+        ("a load used at once", [load, wait("vmcnt(0)"), valu], "vm", LAT_GLOBAL - 1, 1),
+        ("a load behind 100 VALU instructions", [load] + [valu] * 100 + [wait("vmcnt(0)")], "vm",
+         LAT_GLOBAL - 1 - 4 * 100, 1),
+        ("a load behind more work than its latency", [load] + [valu] * 200 + [wait("vmcnt(0)")], "vm", 0, 0),
+        ("two loads waited one by one", [load, load, wait("vmcnt(1)"), valu, wait("vmcnt(0)")], "vm",
+         LAT_GLOBAL - 2, 1),
+        ("a wait for two loads 50 VALU instructions apart", [load] + [valu] * 50 + [load, wait("vmcnt(0)")], "vm",
+         LAT_GLOBAL - 1, 1),
+        ("a wait for an earlier iteration's load", [wait("vmcnt(0)"), valu], "vm", 0, 0),
+        ("an LDS read behind 16 FMAs", [lds] + [valu] * 16 + [wait("lgkmcnt(0)")], "lds", 0, 0),
+        ("an LDS read used at once", [lds, wait("lgkmcnt(0)")], "lds", LAT_LDS - 1, 1),
+    ]
+    fails = []
+    for what, body, key, exposed, drains in cases:
+        st = loop_stats(body)
+        if (st[key + "_exposed"], st[key + "_drains"]) != (exposed, drains):
+            fails.append("model selftest, %s: %s_exposed %d, %s_drains %d; expected %d, %d" % (
+                what, key, st[key + "_exposed"], key, st[key + "_drains"], exposed, drains))
+    return fails
+
+
 def main(argv):
     cmd = argv[1] if len(argv) > 1 else "report"
     if cmd not in ("report", "check", "baseline"):
@@ -734,7 +777,7 @@ def main(argv):
         write_loop_table(ks, LOOP_TABLE)
         print("wrote %s and %s" % (os.path.relpath(MODEL_TABLE, ROOT), os.path.relpath(LOOP_TABLE, ROOT)))
     else:
-        fails = check(ks, rows)
+        fails = selftest() + check(ks, rows)
         for f in fails:
             print("gfx906 gate: " + f, file=sys.stderr)
         if fails:
