@@ -26,7 +26,7 @@ enum {
     STATUS,   /* PASS, FAIL, SKIP or TIME */
     MEASURE,  /* a finite number >= 0, or n/a */
     RATIO,    /* a number >= 0, inf (a zero reference, a nonzero output), or n/a */
-    TIMING,   /* a finite number >= 0, or empty (untimed rows) */
+    TIMING,   /* a finite number >= 0, or empty (untimed rows): times, bytes, flops */
 };
 /* How --compare judges a numeric column between OLD and NEW. */
 enum {
@@ -143,12 +143,16 @@ static const char *parse_field(int col, const char *s, Row *r, double *v) {
 }
 
 /* Rules across fields: a PASS compared something; a TIME row is a bench row
- * with its times; a test row has none. */
+ * with its times, bytes and flops; a test row has none of them. */
 static const char *check_row(const Row *r, const double *v, const char *variant) {
-    bool bench = strncmp(variant, "bench:", 6) == 0, timed = !isnan(v[COL_MEDIAN]) && !isnan(v[COL_MIN]);
+    static const int bench_cols[] = {COL_MEDIAN, COL_MIN, COL_BYTES, COL_FLOPS};
+    bool bench = strncmp(variant, "bench:", 6) == 0;
+    int given = 0;
+    for (size_t i = 0; i < sizeof bench_cols / sizeof bench_cols[0]; i++) given += !isnan(v[bench_cols[i]]);
     if (r->status == 'P' && isnan(v[COL_MAX_DIFF])) return "a PASS row without a max_diff";
     if ((r->status == 'T') != bench) return "status TIME is for bench:<label> rows only, and they have no other";
-    if (bench != timed) return bench ? "a TIME row without its times" : "a test row with times";
+    if (bench && given < 4) return "a TIME row without its times, bytes and flops";
+    if (!bench && given) return "a test row with times, bytes or flops";
     return NULL;
 }
 

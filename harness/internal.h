@@ -183,7 +183,7 @@ int footprint_refusal(const Footprint *f, const Options *o, char *why, size_t si
 void footprint_check(Ctx *c, const Footprint *f);
 
 /* ---- reports (report.c, compare_logs.c) ---------------------------------- */
-#define LOG_MAGIC "# test_deltanet log v2"
+#define LOG_MAGIC "# test_deltanet log v3"
 /* The log's columns in order, one line each: X(id, name, kind, judged), kind
  * saying what the column holds and judged how --compare compares it (their
  * values: compare_logs.c). report.c writes a row's values in this order; the
@@ -202,9 +202,11 @@ void footprint_check(Ctx *c, const Footprint *f);
     X(NREL_TOL, "nrel_tol", MEASURE, BOUND)  \
     X(STATUS_COL, "status", STATUS, SHOWN)   \
     X(MEDIAN, "median_us", TIMING, TIME)     \
-    X(MIN, "min_us", TIMING, SHOWN)
+    X(MIN, "min_us", TIMING, SHOWN)          \
+    X(BYTES, "bytes", TIMING, SHOWN)         \
+    X(FLOPS, "flops", TIMING, SHOWN)
 #define LOG_COLUMN_WITH_TAB(id, name, kind, judged) "\t" name
-/* "phase\tname\t...\tmin_us": the names joined by tabs (past the first tab) */
+/* "phase\tname\t...\tflops": the names joined by tabs (past the first tab) */
 #define LOG_COLUMNS (LOG_COLUMN_TABLE(LOG_COLUMN_WITH_TAB) + 1)
 #define LOG_END "# end\t" /* last line: "# end\t<rows>", so a log cut between rows is seen */
 /* "# incomplete\t<why>" before the end line of a run cut short (a signal):

@@ -68,12 +68,15 @@ static void format_log(FILE *f, const Options *o, const TestResult *r, int n, in
             snprintf(nmse, sizeof nmse, "%.6e", r[i].nmse);
         }
         if (t->tol.nrel > 0.0) snprintf(nrel_tol, sizeof nrel_tol, "%.3e", t->tol.nrel);
-        fprintf(f, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3e\t%.3e\t%s\t%s\t\t\n", t->phase, t->name, t->variant, shape,
+        fprintf(f, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%.3e\t%.3e\t%s\t%s\t\t\t\t\n", t->phase, t->name, t->variant, shape,
                 diff, worst, nrel, nmse, t->tol.atol, t->tol.rtol, nrel_tol, result_status(&r[i]));
-        /* one row per timed variant, keyed by name and "bench:<label>" */
-        for (int b = 0; b < r[i].n_bench; b++, rows++)
-            fprintf(f, "%d\t%s\tbench:%s\t%s\tn/a\tn/a\tn/a\tn/a\t0\t0\tn/a\tTIME\t%.3f\t%.3f\n", t->phase, t->name,
-                    r[i].bench[b].label, shape, r[i].bench[b].median_ms * 1e3, r[i].bench[b].min_ms * 1e3);
+        /* one row per timed variant, keyed by name and "bench:<label>": its
+         * times and the bytes and flops of one call (GB/s and GFLOP/s) */
+        for (int b = 0; b < r[i].n_bench; b++, rows++) {
+            const BenchResult *br = &r[i].bench[b];
+            fprintf(f, "%d\t%s\tbench:%s\t%s\tn/a\tn/a\tn/a\tn/a\t0\t0\tn/a\tTIME\t%.3f\t%.3f\t%.6e\t%.6e\n", t->phase,
+                    t->name, br->label, shape, br->median_ms * 1e3, br->min_ms * 1e3, br->bytes, br->flops);
+        }
     }
     if (n < total) fprintf(f, "%scut short after %d of %d tests\n", LOG_INCOMPLETE, n, total);
     fprintf(f, "%s%d\n", LOG_END, rows);

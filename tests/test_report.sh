@@ -81,12 +81,13 @@ compare "$tmp/f.tsv" "$tmp/f.tsv" 1 "a test failing in both logs"
 expect "$tmp/cmp.out" "still fails" "a test failing in both logs is not reported"
 
 # ---- timings: compared only when both have them and the device is the same
-timed() { # timed IN OUT MEDIAN [DEVICE]: each test row followed by a bench row timed MEDIAN us
+timed() { # timed IN OUT MEDIAN [DEVICE]: each test row followed by a bench row timed MEDIAN us (1 MB, 2 MFLOP)
     awk -F'\t' -v m="$3" -v d="${4:-}" 'BEGIN{OFS="\t"}
         d != "" && $1 == "# device" {$2 = d}
         $1 == "# end" {$2 *= 2}
         {print}
-        $1 ~ /^[0-9]+$/ {$3 = "bench:" $3; $5 = $6 = $7 = $8 = $11 = "n/a"; $9 = 0; $10 = 0; $12 = "TIME"; $13 = m; $14 = m; print}' "$1" >"$2"
+        $1 ~ /^[0-9]+$/ {$3 = "bench:" $3; $5 = $6 = $7 = $8 = $11 = "n/a"; $9 = 0; $10 = 0; $12 = "TIME"; $13 = m; $14 = m;
+                              $15 = "1.000000e+06"; $16 = "2.000000e+06"; print}' "$1" >"$2"
 }
 timed "$tmp/a.tsv" "$tmp/t100.tsv" 100
 timed "$tmp/a.tsv" "$tmp/t115.tsv" 115
@@ -151,6 +152,12 @@ edit "$tmp/a.tsv" "$tmp/phase.tsv" '$2=="mul" {$1="1x"} {print}'
 unreadable phase.tsv "a phase '1x'"
 edit "$tmp/a.tsv" "$tmp/timedtest.tsv" '$2=="mul" {$13=5; $14=5} {print}'
 unreadable timedtest.tsv "a test row with times"
+edit "$tmp/a.tsv" "$tmp/bytestest.tsv" '$2=="mul" {$15=5} {print}'
+unreadable bytestest.tsv "a test row with bytes"
+edit "$tmp/t100.tsv" "$tmp/nobytes.tsv" '$2=="mul" && $3 ~ /^bench:/ {$15=""} {print}'
+unreadable nobytes.tsv "a TIME row without its bytes"
+edit "$tmp/t100.tsv" "$tmp/noflops.tsv" '$2=="mul" && $3 ~ /^bench:/ {$16=""} {print}'
+unreadable noflops.tsv "a TIME row without its flops"
 edit "$tmp/a.tsv" "$tmp/device2.tsv" '$1=="# device" {print} {print}'
 unreadable device2.tsv "two device lines"
 for col in 9 10 11; do # atol, rtol, nrel_tol
@@ -171,7 +178,7 @@ mkdir "$tmp/d.tsv"
 unreadable d.tsv "a directory as a log"
 # hashed lookup: 1.5 million rows against themselves in under 10 s
 awk 'NR <= 9 {print} END {
-         for (i = 0; i < 1500000; i++) printf "4\tt%d\tfused\tT=64\t1.000000e-06\to[1,2]\t1.000000e-07\t1.000000e-14\t1.000e-06\t1.000e-05\t1.000e-05\tPASS\t\t\n", i
+         for (i = 0; i < 1500000; i++) printf "4\tt%d\tfused\tT=64\t1.000000e-06\to[1,2]\t1.000000e-07\t1.000000e-14\t1.000e-06\t1.000e-05\t1.000e-05\tPASS\t\t\t\t\n", i
          print "# end\t1500000" }' "$tmp/a.tsv" >"$tmp/big.tsv"
 # CPU seconds (user + system) of the compare alone, read from the shell's
 # `times`: wall time on a shared CI machine measures the neighbours

@@ -6,7 +6,8 @@
 # checked, numpy recomputes the max_diff from the dumped got/ref pairs, and
 # numpy-written float64 files load; malformed files are clear errors (exit 2);
 # --set runs a Qwen3.5-like shape and refuses impossible ones (exit 2);
-# --bench prints its table, no progress line goes to a pipe.
+# --bench prints its table, no progress line goes to a pipe; its log carries
+# each variant's bytes and flops, which tools/roofline.sh reads.
 set -u
 bin=$1
 tmp=$(mktemp -d)
@@ -152,12 +153,27 @@ expect 2 "unknown key" --set heads=4
 expect 2 "T takes a whole number, 'abc' is not one" --set T=abc
 
 # --bench: the table, the emulation label on the CPU build; no progress line in a pipe
-expect 0 "speed-up vs unfused" --bench --reps 2 --test compare_T1_B1
+expect 0 "speed-up vs unfused" --bench --reps 2 --test compare_T1_B1 --log "$tmp/bench.tsv"
 for l in unfused recurrent one_launch; do grep -q "^ *$l  *[0-9.]* " "$tmp/out" || fail "--bench: no $l row"; done
 if [ "$("$bin" --env | sed -n 's/^backend \([a-z]*\),.*/\1/p')" = cpu ]; then
     grep -q "emulation, not performance" "$tmp/out" || fail "--bench on the CPU build: no emulation label"
 fi
 grep -q "test 1 of" "$tmp/err" && fail "progress line written to a pipe"
+ok
+# the log's bench rows carry each variant's bytes and flops per call, which
+# tools/roofline.sh reads: recurrent_x36 is 36 recurrent calls, a state copy
+# moves less than the recurrent layer (its state and inputs) and computes nothing
+awk -F'\t' '/^#/ { next } !("bytes" in col) { for (c = 1; c <= NF; c++) col[$c] = c; next }
+    $3 ~ /^bench:/ { b[substr($3, 7)] = $col["bytes"]; f[substr($3, 7)] = $col["flops"] }
+    END { r = b["recurrent"]; x = b["recurrent_x36"]; s = b["state_copy"]
+          exit !(r > 0 && f["recurrent"] > 0 && (x - 36 * r)^2 < (1e-6 * x)^2 &&
+                 (f["recurrent_x36"] - 36 * f["recurrent"])^2 < (1e-6 * f["recurrent_x36"])^2 &&
+                 s > 0 && s < r && f["state_copy"] == 0) }' "$tmp/bench.tsv" ||
+    fail "--bench --log: bytes/flops per variant inconsistent: $(grep bench: "$tmp/bench.tsv")"
+root=$(dirname "$0")/..
+bash "$root/tools/roofline.sh" "$tmp/bench.tsv" >"$tmp/roofline.tsv" || fail "tools/roofline.sh on a --bench log"
+[ "$(cut -f 2 "$tmp/roofline.tsv" | tr '\n' ' ')" = "variant recurrent two_launch state_copy recurrent_x36 " ] ||
+    fail "tools/roofline.sh: not one row per variant: $(cat "$tmp/roofline.tsv")"
 ok
 
 echo "tensors: $checks checks passed"

@@ -80,9 +80,11 @@ for pass in $(seq 1 "$passes"); do
             log=$out/logs/${names[$i]}_p${pass}_s$s.tsv
             (cd "${dirs[$i]}" && "./$bin" --bench --reps "$reps" "${test_args[@]}" "${set_args[@]}" --log "$log" \
                 > /dev/null 2>&1) || true
-            # log columns: phase name variant shape ... status median_us min_us; bench rows: variant bench:<label>
+            # the log's columns by name (its column line); bench rows: variant bench:<label>
             awk -F'\t' -v b="${names[$i]}" -v p="$pass" -v s="${sets[$s]:-default}" \
-                '$3 ~ /^bench:/ { printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b, p, s, $2, substr($3, 7), $(NF-1), $NF }' \
+                '/^#/ { next } !("median_us" in col) { for (c = 1; c <= NF; c++) col[$c] = c; next }
+                 $3 ~ /^bench:/ { printf "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", b, p, s, $2, substr($3, 7),
+                                  $col["median_us"], $col["min_us"] }' \
                 "$log" >> "$out/ab.tsv"
         done
     done

@@ -3,7 +3,7 @@
 
     python3 tools/tolerance_table.py LOG [LOG...]
 
-Reads test_deltanet's v2 result logs (the TSV of --log, never console text)
+Reads test_deltanet's v2 or v3 result logs (the TSV of --log, never console text)
 and prints, per log, a markdown table: per phase, variant and normwise
 bound (`nrel_tol`), the number of rows, the largest nrel and its test, the largest
 nmse, the least headroom (bound / nrel) and the largest max_diff next to the
@@ -12,16 +12,17 @@ that failed is counted and named. Python standard library only.
 """
 import sys
 
-COLUMNS = ["phase", "name", "variant", "shape", "max_diff", "worst", "nrel", "nmse", "atol", "rtol", "nrel_tol",
-           "status", "median_us", "min_us"]
+# v3 added the bench rows' bytes and flops; the columns read here are in both.
+VERSIONS = ("# test_deltanet log v2", "# test_deltanet log v3")
+NEEDED = {"phase", "name", "variant", "max_diff", "nrel", "nmse", "atol", "nrel_tol", "status"}
 
 
 def read_log(path):
-    header, rows = {}, []
+    header, rows, columns = {}, [], None
     with open(path, encoding="utf-8") as fh:
         lines = fh.read().splitlines()
-    if not lines or lines[0] != "# test_deltanet log v2":
-        sys.exit(f"{path}: not a test_deltanet v2 log")
+    if not lines or lines[0] not in VERSIONS:
+        sys.exit(f"{path}: not a test_deltanet v2 or v3 log")
     for line in lines[1:]:
         if line.startswith("#"):
             parts = line[2:].split("\t", 1)
@@ -29,11 +30,14 @@ def read_log(path):
                 header[parts[0]] = parts[1]
             continue
         fields = line.split("\t")
-        if fields == COLUMNS:
+        if columns is None:
+            columns = fields
+            if not NEEDED <= set(columns):
+                sys.exit(f"{path}: the column line lacks {sorted(NEEDED - set(columns))}")
             continue
-        if len(fields) != len(COLUMNS):
-            sys.exit(f"{path}: a row of {len(fields)} columns, want {len(COLUMNS)}: {line[:80]}")
-        rows.append(dict(zip(COLUMNS, fields)))
+        if len(fields) != len(columns):
+            sys.exit(f"{path}: a row of {len(fields)} columns, want {len(columns)}: {line[:80]}")
+        rows.append(dict(zip(columns, fields)))
     return header, rows
 
 
