@@ -191,6 +191,33 @@ __device__ __forceinline__ void slice_store(IntraLds<C> &L, const float buf[2][4
     }
 }
 
+// One staged slice of a tile's products: acc[u][w] += x_u . (w < u ? z_w : y_w)
+// over kSteps LDS rows, rows ti of x, yrow of y and tj of z (K's rows below the
+// diagonal). E is a float column (fma) or a packed fp16 column pair
+// (v_dot2_f32_f16); the loop is the same for both.
+__device__ __forceinline__ void tile_load4(const float *p, float v[4]) { kdn_load4(p, v); }
+__device__ __forceinline__ void tile_load4(const kdn_f16x2 *p, kdn_f16x2 v[4]) { kdn_load4_u32(p, v); }
+__device__ __forceinline__ float tile_dot(float x, float y, float acc) { return fmaf(x, y, acc); }
+__device__ __forceinline__ float tile_dot(kdn_f16x2 x, kdn_f16x2 y, float acc) { return kdn_dot2_f32_f16(x, y, acc); }
+
+template <int C, int kSteps, typename E>
+__device__ __forceinline__ void tile_products(const E (*xs)[C + 4], const E (*ys)[C + 4], const E (*zs)[C + 4],
+                                              int ti, int yrow, int tj, float acc[kTile][kTile]) {
+    KDN_NO_UNROLL
+    for (int p4 = 0; p4 < kSteps; p4 += kPieces)
+    KDN_UNROLL
+    for (int p = p4; p < p4 + kPieces; p++) {
+        E x[4], y[4], z[4];
+        tile_load4(&xs[p][ti * kTile], x);
+        tile_load4(&ys[p][yrow * kTile], y);
+        tile_load4(&zs[p][tj * kTile], z);
+        KDN_UNROLL
+        for (int u = 0; u < kTile; u++)
+            KDN_UNROLL
+            for (int w = 0; w < kTile; w++) acc[u][w] = tile_dot(x[u], w < u ? z[w] : y[w], acc[u][w]);
+    }
+}
+
 // Phase c. Jobs: A's tiles strictly below the diagonal, P's, then the
 // diagonal tiles, each of which does both (they share the key rows); at
 // C = 64 that is 120 + 120 + 16 = 256 jobs, one per thread. The keys and
@@ -243,35 +270,8 @@ __device__ void intra_tiles(IntraLds<C> &L, const float *qc, const float *kc, si
         slice_store<C, kF16Dot>(L, buf);
         __syncthreads();
         if (p0 + kSlice < D_k) slice_load<C, kVec>(qc, kc, stride, n, D_k, p0 + kSlice, buf);
-        if (active && kF16Dot) {
-            KDN_NO_UNROLL
-            for (int m4 = 0; m4 < kSlice / 2; m4 += kPieces)
-            KDN_UNROLL
-            for (int m = m4; m < m4 + kPieces; m++) {
-                kdn_f16x2 x[4], y[4], z[4];
-                kdn_load4_u32(&xh[m][ti * kTile], x);
-                kdn_load4_u32(&yh[m][yrow * kTile], y);
-                kdn_load4_u32(&L.kt.h2[m][tj * kTile], z);
-                KDN_UNROLL
-                for (int u = 0; u < kTile; u++)
-                    KDN_UNROLL
-                    for (int w = 0; w < kTile; w++) acc[u][w] = kdn_dot2_f32_f16(x[u], w < u ? z[w] : y[w], acc[u][w]);
-            }
-        } else if (active) {
-            KDN_NO_UNROLL
-            for (int p4 = 0; p4 < kSlice; p4 += kPieces)
-            KDN_UNROLL
-            for (int p = p4; p < p4 + kPieces; p++) {
-                float x[4], y[4], z[4];
-                kdn_load4(&xs[p][ti * kTile], x);
-                kdn_load4(&ys[p][yrow * kTile], y);
-                kdn_load4(&L.kt.f[p][tj * kTile], z);
-                KDN_UNROLL
-                for (int u = 0; u < kTile; u++)
-                    KDN_UNROLL
-                    for (int w = 0; w < kTile; w++) acc[u][w] = fmaf(x[u], w < u ? z[w] : y[w], acc[u][w]);
-            }
-        }
+        if (active && kF16Dot) tile_products<C, kSlice / 2>(xh, yh, L.kt.h2, ti, yrow, tj, acc);
+        else if (active) tile_products<C, kSlice>(xs, ys, L.kt.f, ti, yrow, tj, acc);
         __syncthreads();
     }
     if (!active) return;
