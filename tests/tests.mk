@@ -17,6 +17,7 @@
 #   planted faults (tests/mutate.sh; make mutate runs them all), every
 #   line of kernels/ run (make coverage-quick, tests/coverage.mk),
 #   make install + a C caller built with pkg-config (tests/test_install.sh),
+#   the end-to-end tools on hand-made data and stand-in programs (tests/test_e2e_tools.sh),
 #   every phase of the ladder on the CPU build, its log compared with
 #   results/baseline-cpu.tsv (make baseline rewrites it), the ladder's
 #   output printed last.
@@ -95,6 +96,7 @@ test:
 	@sh tests/test_workflows.sh
 	@$(MAKE) --no-print-directory BACKEND=cpu test-reference
 	@sh tests/test_install.sh cpu
+	@sh tests/test_e2e_tools.sh
 	@$(MAKE) --no-print-directory BACKEND=cpu test-report
 	@$(MAKE) --no-print-directory BACKEND=cpu test-schedules
 	@$(MAKE) --no-print-directory BACKEND=cpu test-race
