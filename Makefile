@@ -18,8 +18,11 @@ WARN    := -Wall -Wextra
 CFLAGS  := -std=c11 -O2 -g -fPIC $(WARN) -Werror
 LDLIBS  := -lm -lpthread
 
+# The library: the product kernels and the entry point (kernels/). The
+# ladder's own kernels (phases/kernels/) are linked into the test programs only.
 KERNEL_SRC := $(wildcard kernels/*.cpp)
 LIB_C_SRC  := $(wildcard kernels/*.c)
+LADDER_KERNEL_SRC := $(wildcard phases/kernels/*.cpp)
 HOST_SRC   := $(wildcard harness/*.c reference/*.c phases/*.c)
 
 ifeq ($(BACKEND),hip)
@@ -75,6 +78,7 @@ endif
 
 HOST_OBJ   := $(HOST_SRC:%.c=$(BUILD)/%.o)
 KERNEL_OBJ := $(patsubst %.cpp,$(BUILD)/%.o,$(KERNEL_SRC) $(RUNTIME)) $(LIB_C_SRC:%.c=$(BUILD)/%.o)
+LADDER_OBJ := $(LADDER_KERNEL_SRC:%.cpp=$(BUILD)/%.o)
 
 .PHONY: all clean test check-env test_deltanet resources resources-check lib install
 all: test_deltanet
@@ -84,11 +88,11 @@ test_deltanet: $(BUILD)/test_deltanet
 	@cp $< $@
 
 # The harness links the library like any other caller.
-$(BUILD)/test_deltanet: $(HOST_OBJ) $(BUILD)/libkdn.a
+$(BUILD)/test_deltanet: $(HOST_OBJ) $(LADDER_OBJ) $(BUILD)/libkdn.a
 	@echo "  LINK  $@"
 	@$(LINK) $^ -o $@ $(LDLIBS)
 
-# libkdn: every kernel, its runtime and the entry point (kernels/gated_delta_net.h).
+# libkdn: the product kernels, their runtime and the entry point (kernels/gated_delta_net.h).
 lib: $(BUILD)/libkdn.a $(BUILD)/libkdn.so
 
 $(BUILD)/libkdn.a: $(KERNEL_OBJ)
@@ -141,7 +145,7 @@ $(BUILD)/%.o: %.cpp $(BUILD)/%.d
 # Named (not a pattern), so make does not take a missing .d for an
 # intermediate file it may skip.
 DEPFILES := $(patsubst %,$(BUILD)/%.d,$(basename $(wildcard \
-    $(foreach d,harness reference phases kernels kernels/backend tests,$(d)/*.c $(d)/*.cpp))))
+    $(foreach d,harness reference phases phases/kernels kernels kernels/backend tests,$(d)/*.c $(d)/*.cpp))))
 $(DEPFILES):
 include $(wildcard $(DEPFILES))
 
@@ -169,7 +173,7 @@ check-env:
 # fails on LDS > 64 KB, scratch or VGPR spills (run by make test where hipcc exists).
 resources:
 	@mkdir -p build
-	@tools/gfx906_resources.sh $(KERNEL_SRC) > build/resources.md
+	@tools/gfx906_resources.sh $(KERNEL_SRC) $(LADDER_KERNEL_SRC) > build/resources.md
 	@awk -v table=build/resources.md \
 	    '/<!-- resources:end/ { skip = 0 } !skip { print } \
 	     /<!-- resources:begin/ { while ((getline line < table) > 0) print line; skip = 1 }' \
@@ -177,7 +181,7 @@ resources:
 	@echo "docs/kernels.md: resource table updated"
 
 resources-check:
-	@tools/gfx906_resources.sh --check $(KERNEL_SRC) > /dev/null && echo "gfx906 resources: no kernel over 64 KB LDS, no scratch, no VGPR spills"
+	@tools/gfx906_resources.sh --check $(KERNEL_SRC) $(LADDER_KERNEL_SRC) > /dev/null && echo "gfx906 resources: no kernel over 64 KB LDS, no scratch, no VGPR spills"
 
 # The gfx906 ISA lens and the MI50 time model (tools/gfx906_isa.py, docs/performance.md):
 #   make isa            per kernel: resources; per loop of the machine code: instruction mix, LDS and

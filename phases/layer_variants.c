@@ -1,6 +1,7 @@
 /* The layer variants (layer_variants.h): each implementation's entry
  * points, scratch and the shapes it documents refusing. */
 #include "layer_variants.h"
+#include "kernels/ladder.h"
 
 #include "pipeline.h"
 
@@ -71,7 +72,7 @@ const LayerVariant layer_variants[LAYER_VARIANT_COUNT] = {
                     "kdn_deltanet_auto (kernels/gated_delta_net.c)", two_launch_prepare, fp_two_launch_prepare, deltanet_auto,
                     auto_refuses},
     [LAYER_ONE_LAUNCH] = {"one_launch", "the whole chunked layer in one launch, the state carried in LDS",
-                          "kdn_deltanet_one_launch (kernels/deltanet_one_launch.cpp)", NULL, NULL, one_launch_run,
+                          "kdn_deltanet_one_launch (phases/kernels/deltanet_one_launch.cpp)", NULL, NULL, one_launch_run,
                           chunked_refuses},
     [LAYER_TWO_LAUNCH_F16DOT] = {"two_launch_f16dot",
                                  "opt-in: two_launch with the intra kernel's K K^T and Q K^T from fp16 q, k "

@@ -1,7 +1,7 @@
 /* Phase 1: element-wise kernels and the chunk cumsum. */
 #include "phases.h"
 
-#include "../kernels/kdn.h"
+#include "kernels/ladder.h"
 #include "../reference/ref.h"
 
 #include <float.h>

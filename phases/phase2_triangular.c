@@ -1,7 +1,7 @@
 /* Phase 2: masks and the unit lower-triangular solve (I - A) X = B. */
 #include "phases.h"
 
-#include "../kernels/kdn.h"
+#include "kernels/ladder.h"
 #include "../reference/ref.h"
 
 static void t_tril(const Test *t, Ctx *c) {

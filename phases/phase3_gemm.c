@@ -1,7 +1,7 @@
 /* Phase 3: GEMMs, C (M x N) = op(A) op(B) with K-term dot products. */
 #include "phases.h"
 
-#include "../kernels/kdn.h"
+#include "kernels/ladder.h"
 #include "../reference/ref.h"
 
 typedef void (*GemmKernel)(const float *, const float *, float *, int, int, int);

@@ -2,6 +2,7 @@
 #include "phases.h"
 
 #include "deltanet_data.h"
+#include "kernels/ladder.h"
 
 #include <math.h>
 

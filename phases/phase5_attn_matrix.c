@@ -2,6 +2,7 @@
 #include "phases.h"
 
 #include "deltanet_data.h"
+#include "kernels/ladder.h"
 
 /* Inputs are the float values the kernel sees: K (normalised rows), K_beta =
  * beta * K rounded once, and the reference decay mask rounded once. */

@@ -4,6 +4,7 @@
 #include "phases.h"
 
 #include "deltanet_data.h"
+#include "kernels/ladder.h"
 #include "pipeline.h"
 
 #include "../reference/ref.h"

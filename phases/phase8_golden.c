@@ -24,6 +24,7 @@
 
 #include "../kernels/gated_delta_net.h"
 #include "deltanet_data.h"
+#include "kernels/ladder.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -8,6 +8,7 @@
 #include "phases.h"
 
 #include "deltanet_data.h"
+#include "kernels/ladder.h"
 #include "pipeline.h"
 
 #include <stddef.h>

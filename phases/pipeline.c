@@ -1,5 +1,6 @@
 /* The unfused Delta-Net pipeline (see pipeline.h). */
 #include "pipeline.h"
+#include "kernels/ladder.h"
 
 #include <stdio.h>
 

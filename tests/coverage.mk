@@ -1,4 +1,4 @@
-# Line coverage of kernels/ and reference/ on the CPU build, with gcc's gcov
+# Line coverage of kernels/, phases/kernels/ and reference/ on the CPU build, with gcc's gcov
 # (no other package; tests/coverage.py reads `gcov --json-format`). Its own
 # objects in build/coverage (-O0 --coverage: a line is counted where it is
 # written, not where the optimiser moved it), so build/cpu is left alone.
@@ -9,7 +9,7 @@
 #   make coverage-quick  the same with the ladder cut to phases 1-7 and the
 #                        phase-8 rows below (seconds; make test runs it)
 # Both print per-file and total line coverage and fail when a line of
-# kernels/ did not run and tests/coverage-exempt.txt does not name it with a
+# kernels/ or phases/kernels/ did not run and tests/coverage-exempt.txt does not name it with a
 # reason. The quick rows are a subset of make test's ladder, so a line they
 # run is a line make test runs.
 .PHONY: coverage coverage-quick
@@ -35,8 +35,8 @@ define coverage_run
 	@$(COVERAGE_BUILD)/test_deltanet --bench --reps 1 --test compare_T1_B1 > $(COVERAGE_BUILD)/bench.out 2>&1 || \
 	    { cat $(COVERAGE_BUILD)/bench.out; exit 1; }
 	@$(1)
-	@python3 tests/coverage.py --build $(COVERAGE_BUILD) --exempt tests/coverage-exempt.txt --gate kernels/ \
-	    --tsv $(COVERAGE_BUILD)/coverage.tsv kernels/ reference/
+	@python3 tests/coverage.py --build $(COVERAGE_BUILD) --exempt tests/coverage-exempt.txt --gate kernels/ --gate phases/kernels/ \
+	    --tsv $(COVERAGE_BUILD)/coverage.tsv kernels/ phases/kernels/ reference/
 endef
 
 coverage:

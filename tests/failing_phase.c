@@ -4,7 +4,7 @@
  * count it and exit 1 -- without a way to fail on purpose in test_deltanet. */
 #include "../phases/phases.h"
 
-#include "../kernels/kdn.h"
+#include "../phases/kernels/ladder.h"
 
 /* y = -x on the device, compared with -x (passes) or with +x (fails). */
 static void neg_against(const Test *t, Ctx *c, double sign) {

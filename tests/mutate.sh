@@ -45,12 +45,12 @@ fault rec_decay_after_update kernels/deltanet_recurrent.cpp 's/S\[i\]\[r\] = fma
 # the per-token decay factor off by 2^-23 with a steady sign (as CUDA's expf was, a tenth of it:
 # docs/tolerances.md): the weak-decay T = 1000 grid case must see it
 fault rec_decay_biased kernels/deltanet_recurrent.cpp 's/kdn_decay\(cur.g\)/(expf(cur.g) * (1.0f + 0x1p-23f))/' "grid_recurrent"
-fault one_launch_out_intra kernels/deltanet_one_launch.cpp 's/fmaf\(L.exp_gamma\[t\], qs\[m\], pd\[m\]\)/fmaf(L.exp_gamma[t], qs[m], 0.999f * pd[m])/' "$ONE_LAUNCH"
-fault one_launch_out_state kernels/deltanet_one_launch.cpp 's/fmaf\(L.exp_gamma\[t\], qs\[m\], pd\[m\]\)/fmaf(0.999f * L.exp_gamma[t], qs[m], pd[m])/' "$ONE_LAUNCH"
-fault one_launch_delta kernels/deltanet_one_launch.cpp 's/L.rd\[t\]\[b\] = L.beta\[t\] \*/L.rd[t][b] = 0.999f * L.beta[t] */' "$ONE_LAUNCH"
-fault one_launch_state_decay kernels/deltanet_one_launch.cpp 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/fmaf(0.999f * total, L.s[i][b], acc[m])/' "$ONE_LAUNCH"
-fault one_launch_state_update kernels/deltanet_one_launch.cpp 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/fmaf(total, L.s[i][b], 0.999f * acc[m])/' "$ONE_LAUNCH"
-fault one_launch_decay_after_update kernels/deltanet_one_launch.cpp 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/total * (L.s[i][b] + acc[m])/' "$ONE_LAUNCH"
+fault one_launch_out_intra phases/kernels/deltanet_one_launch.cpp 's/fmaf\(L.exp_gamma\[t\], qs\[m\], pd\[m\]\)/fmaf(L.exp_gamma[t], qs[m], 0.999f * pd[m])/' "$ONE_LAUNCH"
+fault one_launch_out_state phases/kernels/deltanet_one_launch.cpp 's/fmaf\(L.exp_gamma\[t\], qs\[m\], pd\[m\]\)/fmaf(0.999f * L.exp_gamma[t], qs[m], pd[m])/' "$ONE_LAUNCH"
+fault one_launch_delta phases/kernels/deltanet_one_launch.cpp 's/L.rd\[t\]\[b\] = L.beta\[t\] \*/L.rd[t][b] = 0.999f * L.beta[t] */' "$ONE_LAUNCH"
+fault one_launch_state_decay phases/kernels/deltanet_one_launch.cpp 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/fmaf(0.999f * total, L.s[i][b], acc[m])/' "$ONE_LAUNCH"
+fault one_launch_state_update phases/kernels/deltanet_one_launch.cpp 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/fmaf(total, L.s[i][b], 0.999f * acc[m])/' "$ONE_LAUNCH"
+fault one_launch_decay_after_update phases/kernels/deltanet_one_launch.cpp 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/total * (L.s[i][b] + acc[m])/' "$ONE_LAUNCH"
 fault two_launch_out_intra kernels/deltanet_two_launch.cpp 's/fmaf\(p4\[st\]\[a\]\[e\], v4\[b\], xq\[a\]\[b\]\)/fmaf(0.999f * p4[st][a][e], v4[b], xq[a][b])/' "$TWO"
 fault two_launch_state_update kernels/deltanet_two_launch.cpp 's/fmaf\(total, sreg\[u\]\[b\], acc\[u\]\[b\]\)/fmaf(total, sreg[u][b], 0.999f * acc[u][b])/' "$TWO"
 fault two_launch_decay_after_update kernels/deltanet_two_launch.cpp 's/fmaf\(total, sreg\[u\]\[b\], acc\[u\]\[b\]\)/total * (sreg[u][b] + acc[u][b])/' "$TWO"
@@ -62,7 +62,7 @@ fault snapshot_slot kernels/deltanet_recurrent.cpp 's/\(c, S, T - 1 - t, s_off/(
 # the grouped-head map swapped in the kernels only (the reference keeps its own)
 fault head_map_swapped kernels/heads.h 's/head_map == 0 \? h % H_k/head_map == 1 ? h % H_k/' "one_launch_gqa3 two_launch_gqa3_c32 recurrent_odd_dims" quick
 # a chunk's tail one token short
-fault one_launch_tail kernels/deltanet_one_launch.cpp 's/const int n = T - t0 < C \? T - t0 : C;/const int n = T - t0 < C ? T - t0 - 1 : C;/' "$ONE_LAUNCH" quick
+fault one_launch_tail phases/kernels/deltanet_one_launch.cpp 's/const int n = T - t0 < C \? T - t0 : C;/const int n = T - t0 < C ? T - t0 - 1 : C;/' "$ONE_LAUNCH" quick
 fault intra_tail kernels/deltanet_two_launch.cpp 's/n = T - t0 < C \? T - t0 : C;/n = T - t0 < C ? T - t0 - 1 : C;/' "$TWO"
 
 # every barrier of the product kernels and the unfused pipeline's, removed
@@ -86,9 +86,9 @@ barriers() { # barriers FILE TESTS [QUICK_INDICES] [REDUNDANT_INDICES]
 # found redundant (its removal lived under asc, desc and shuffle:1) was
 # removed from the kernel by issue 13 (the reason is in its comment there).
 barriers kernels/deltanet_two_launch.cpp "$TWO" "6 7"
-barriers kernels/deltanet_one_launch.cpp "$ONE_LAUNCH"
-barriers kernels/gemm.cpp 'gemm_*'
-barriers kernels/triangular.cpp 'solve_tri*'
+barriers phases/kernels/deltanet_one_launch.cpp "$ONE_LAUNCH"
+barriers phases/kernels/gemm.cpp 'gemm_*'
+barriers phases/kernels/triangular.cpp 'solve_tri*'
 
 if [ "$mode" = --list ]; then
     cut -f1,2,4,5 "$FAULTS"

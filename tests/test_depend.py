@@ -4,7 +4,7 @@
   python3 tests/test_depend.py BACKEND...     e.g. cpu hip
 
 For each backend (its executables built first, up to date), and for each project header
-(harness/ kernels/ phases/ reference/ tests/), the header is made newer than
+(harness/ kernels/ phases/ phases/kernels/ reference/ tests/), the header is made newer than
 every object and `make -n` is asked what it would rebuild: that must be
 exactly the objects whose source includes the header, directly or through
 another header, by this script's own reading of the `#include "..."` lines
@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCE_DIRS = ("harness", "kernels", "kernels/backend", "phases", "reference", "tests")
+SOURCE_DIRS = ("harness", "kernels", "kernels/backend", "phases", "phases/kernels", "reference", "tests")
 # Each backend's executables, so every object of make test's builds is asked about.
 TARGETS = {
     "cpu": ["test_deltanet", "test_harness", "test_failing", "test_report_escape"],

@@ -15,15 +15,15 @@
 #   and the product kernels on the race detector's build (build/cpu-race:
 #   every LDS access checked), the quick subset of the
 #   planted faults (tests/mutate.sh; make mutate runs them all), every
-#   line of kernels/ run (make coverage-quick, tests/coverage.mk),
+#   line of kernels/ and phases/kernels/ run (make coverage-quick, tests/coverage.mk),
 #   make install + a C caller built with pkg-config (tests/test_install.sh),
 #   the end-to-end tools on hand-made data and stand-in programs (tests/test_e2e_tools.sh),
 #   every phase of the ladder on the CPU build, its log compared with
 #   results/baseline-cpu.tsv (make baseline rewrites it), the ladder's
 #   output printed last.
 # tests/*.cpp are kernel files: the pattern rule of the Makefile compiles
-# them with $(KCXX) $(KFLAGS) like kernels/*.cpp.
-UNIT_OBJ := $(filter-out $(BUILD)/harness/main.o,$(HOST_OBJ)) $(KERNEL_OBJ)
+# them with $(KCXX) $(KFLAGS) like kernels/*.cpp and phases/kernels/*.cpp.
+UNIT_OBJ := $(filter-out $(BUILD)/harness/main.o,$(HOST_OBJ)) $(LADDER_OBJ) $(KERNEL_OBJ)
 
 $(BUILD)/test_harness: $(BUILD)/tests/test_harness.o $(BUILD)/tests/executor_kernels.o $(UNIT_OBJ)
 	@echo "  LINK  $@"
@@ -31,7 +31,7 @@ $(BUILD)/test_harness: $(BUILD)/tests/test_harness.o $(BUILD)/tests/executor_ker
 
 # The product's objects and main with phase 1 replaced by a table whose
 # second test fails: tests/cli.sh proves exit status 1 with it.
-FAILING_OBJ := $(filter-out $(BUILD)/phases/phase1_elementwise.o,$(HOST_OBJ)) $(KERNEL_OBJ)
+FAILING_OBJ := $(filter-out $(BUILD)/phases/phase1_elementwise.o,$(HOST_OBJ)) $(LADDER_OBJ) $(KERNEL_OBJ)
 
 $(BUILD)/test_failing: $(BUILD)/tests/failing_phase.o $(FAILING_OBJ)
 	@echo "  LINK  $@"

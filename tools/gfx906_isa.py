@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The gfx906 ISA lens and the MI50 time model (issue 13).
 
-Builds every kernels/*.cpp for gfx906 (device code only, one code object per
+Builds every kernels/*.cpp and phases/kernels/*.cpp for gfx906 (device code only, one code object per
 file), reads the code object's metadata (llvm-readelf --notes) and its
 disassembly (llvm-objdump -d --mcpu=gfx906) and reports, per kernel:
 
@@ -34,6 +34,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KERNEL_DIRS = ("kernels", "phases/kernels")  # the library's kernels, then the ladder's
 TARGET = os.environ.get("GPU_TARGET", "gfx906")
 
 
@@ -344,7 +345,7 @@ WG_THREADS = {"kernel_two_launch_intra": 256, "kernel_two_launch_state": 256, "k
 
 def analyse(outdir):
     os.makedirs(outdir, exist_ok=True)
-    srcs = sorted(os.path.join(ROOT, "kernels", f) for f in os.listdir(os.path.join(ROOT, "kernels"))
+    srcs = sorted(os.path.join(ROOT, d, f) for d in KERNEL_DIRS for f in os.listdir(os.path.join(ROOT, d))
                   if f.endswith(".cpp"))
     kernels = []
     for src in srcs:

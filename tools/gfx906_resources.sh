@@ -6,7 +6,7 @@
 #   tools/gfx906_resources.sh [--check] FILE.cpp...
 #
 # --check: exit 1 when a kernel exceeds gfx906's 64 KB of LDS, uses scratch
-# memory or spills VGPRs (all kernels in kernels/ are product kernels). SGPR
+# memory or spills VGPRs (every kernel, the ladder's too). SGPR
 # spills are shown but allowed: the compiler parks them in lanes of a VGPR
 # (v_writelane/v_readlane), which costs instructions, not memory. Dynamic
 # LDS is sized at launch and not seen here: the launchers of kernels that use

@@ -1,7 +1,7 @@
 // Device runtime for the CPU backend: "device" memory is host memory and
 // kernels have already run when their launcher returns.
 #include "backend.h"
-#include "../kdn.h"
+#include "runtime.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 // Device runtime for the GPU backends (HIP and CUDA share it through the
 // gpu* names that backend.h maps).
 #include "backend.h"
-#include "../kdn.h"
+#include "runtime.h"
 
 #include <stdio.h>
 #include <string.h>

@@ -49,11 +49,11 @@
 // Only exponentials of non-positive numbers appear: gamma_i, gamma_i - gamma_j
 // (j <= i) and gamma_last - gamma_j; exp(-gamma_j) alone would overflow under
 // strong decay.
-#include "backend/backend.h"
-#include "backend/wave.h"
-#include "decay.h"
-#include "heads.h"
-#include "kdn.h"
+#include "../../kernels/backend/backend.h"
+#include "../../kernels/backend/wave.h"
+#include "../../kernels/decay.h"
+#include "../../kernels/heads.h"
+#include "ladder.h"
 
 static const int kThreads = 512;
 static const int kTileThreads = 256;         // threads per matrix (A or P) in step 2

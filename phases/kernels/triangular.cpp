@@ -1,6 +1,6 @@
 // Phase 2: masks, transposition and the one-thread-per-column triangular solve.
-#include "backend/backend.h"
-#include "kdn.h"
+#include "../../kernels/backend/backend.h"
+#include "ladder.h"
 
 static const int kTile = 16;
 

@@ -2,8 +2,8 @@
 // Row-major throughout; n/t says whether an operand is used as stored or
 // transposed. The naive kernels share one body that reads operands through
 // strides, so nn, nt and tn differ only in their launchers.
-#include "backend/backend.h"
-#include "kdn.h"
+#include "../../kernels/backend/backend.h"
+#include "ladder.h"
 
 static const int kTile = 16;
 

@@ -1,8 +1,8 @@
 // Phase 1: element-wise kernels, one thread per element.
-#include "backend/backend.h"
-#include "backend/wave.h"
-#include "decay.h"
-#include "kdn.h"
+#include "../../kernels/backend/backend.h"
+#include "../../kernels/backend/wave.h"
+#include "../../kernels/decay.h"
+#include "ladder.h"
 
 static const int kBlock = 256;
 

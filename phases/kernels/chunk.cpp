@@ -1,9 +1,9 @@
 // Phases 4-8, unfused: the chunk-level steps that are not plain element-wise
 // or GEMM kernels, and the strided copies between ggml's tensors and the
 // contiguous per-chunk matrices the small kernels work on.
-#include "backend/backend.h"
-#include "decay.h"
-#include "kdn.h"
+#include "../../kernels/backend/backend.h"
+#include "../../kernels/decay.h"
+#include "ladder.h"
 
 static const int kTile = 16;
 static const int kBlock = 256;
