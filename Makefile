@@ -161,6 +161,11 @@ $(BUILD)/harness/report.o: $(BUILD)/provenance.stamp
 $(BUILD)/harness/report.o: CFLAGS += -DKDN_PROVENANCE='"$(PROVENANCE)"'
 .PHONY: FORCE
 
+# What make test needs and this machine lacks, from Debian's archive (tools/deps.sh).
+.PHONY: deps
+deps:
+	@tools/deps.sh
+
 check-env:
 	@echo "backend:  $(BACKEND)"
 	@echo "compiler: $(KCXX)"

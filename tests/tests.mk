@@ -9,6 +9,7 @@
 #   the command line's exit statuses and determinism (tests/cli.sh),
 #   --dump/--load/--set round trips, read back with numpy (tests/test_tensors.sh),
 #   .github/workflows against the workflow schema (tests/test_workflows.sh),
+#   tools/deps.sh installing only what is missing (tests/test_deps.sh),
 #   the reference against itself, result logs and reports,
 #   the product kernels under the executor's descending and shuffled
 #   schedules (races the ascending order hides), the executor's unit tests
@@ -94,6 +95,7 @@ test:
 	@sh tests/cli.sh build/cpu/test_deltanet build/cpu/test_failing $$([ -x build/hip/test_deltanet ] && echo build/hip/test_deltanet)
 	@sh tests/test_tensors.sh build/cpu/test_deltanet
 	@sh tests/test_workflows.sh
+	@sh tests/test_deps.sh
 	@$(MAKE) --no-print-directory BACKEND=cpu test-reference
 	@sh tests/test_install.sh cpu
 	@sh tests/test_e2e_tools.sh
