@@ -194,13 +194,17 @@ resources-check:
 #                       (TSV in build/isa/)
 #   make isa-check      the gates make test runs where hipcc exists
 #   make isa-baseline   rewrite the committed model table (results/gfx906-model.tsv, -loops.tsv)
-.PHONY: isa isa-check isa-baseline
+#   make calibrate      the simulator's calibration kernels (tools/calib/) simulated against published
+#                       gfx906 measurements -> results/gfx906-calibration.tsv
+.PHONY: isa isa-check isa-baseline calibrate
 isa:
 	@python3 tools/gfx906_isa.py report
 isa-check:
 	@python3 tools/gfx906_isa.py check
 isa-baseline:
 	@python3 tools/gfx906_isa.py baseline
+calibrate:
+	@python3 tools/gfx906_sim.py calibrate
 
 include tests/tests.mk
 

@@ -80,6 +80,7 @@ test-asan:
 	@echo "asan: phases 1-3: $$(tail -n 1 build/asan-ladder.log)"
 
 test-gfx906:
+	@python3 tools/gfx906_sim.py selftest
 	@if command -v $(HIPCC) >/dev/null 2>&1; then \
 	    $(MAKE) --no-print-directory BACKEND=hip build/hip/test_deltanet && \
 	    $(MAKE) --no-print-directory resources-check && \

@@ -60,23 +60,34 @@ def build(src, outdir):
 
 
 def metadata(co):
-    """name -> {vgpr, sgpr, scratch, lds_static} from the AMDGPU metadata note."""
+    """name -> {vgpr, sgpr, scratch, lds_static, kernarg_size, args} from the AMDGPU metadata note;
+    args: the kernel's arguments in order, each {offset, size, value_kind} (hidden ones included)."""
     out = subprocess.run([tool("READELF", "llvm-readelf-15", "llvm-readelf"), "--notes", co],
                          check=True, capture_output=True, text=True).stdout
     kernels, cur = {}, {}
     keys = {".vgpr_count": "vgpr", ".sgpr_count": "sgpr", ".private_segment_fixed_size": "scratch",
-            ".group_segment_fixed_size": "lds_static", ".name": "name", ".vgpr_spill_count": "vspill"}
+            ".group_segment_fixed_size": "lds_static", ".name": "name", ".vgpr_spill_count": "vspill",
+            ".kernarg_segment_size": "kernarg_size"}
+    arg_keys = {".offset": "offset", ".size": "size", ".value_kind": "value_kind"}
     for line in out.splitlines():
         s = line.strip()
+        indent = len(line) - len(line.lstrip(" -"))
         if s.startswith("- .args:") or s.startswith("amdhsa.target"):
             if "name" in cur:
                 kernels[cur["name"]] = cur
-            cur = {}
+            cur = {"args": []}
             continue
-        m = re.match(r"(\.[a-z_]+):\s+(\S+)$", s)
-        if m and m.group(1) in keys:
-            v = m.group(2)
-            cur[keys[m.group(1)]] = v if keys[m.group(1)] == "name" else int(v)
+        m = re.match(r"(?:- )?(\.[a-z_]+):\s+(\S+)$", s)
+        if not m:
+            continue
+        key, v = m.group(1), m.group(2)
+        if indent > 4:  # an argument's field; "- " opens the next argument
+            if s.startswith("- ") and "args" in cur:
+                cur["args"].append({})
+            if key in arg_keys and cur.get("args"):
+                cur["args"][-1][arg_keys[key]] = v if key == ".value_kind" else int(v)
+        elif key in keys:
+            cur[keys[key]] = v if keys[key] == "name" else int(v)
     if "name" in cur:
         kernels[cur["name"]] = cur
     return kernels

@@ -1,0 +1,61 @@
+// The launches kdn_gated_delta_net makes for one call, recorded instead of run: every kernel's
+// name (with its template arguments), grid, block, dynamic LDS and its kernel-argument bytes laid
+// out as HIP lays them out (each argument at the next multiple of its alignment). The library's
+// own code (kernels/, CPU backend: it takes the MI50's launch decisions, KDN_ROUND_WORKGROUPS)
+// chooses the path and the kernels; the tensors are never touched, so their addresses are
+// made up. tools/gfx906_sim.py runs the recorded launches on the simulated MI50.
+//   usage: gfx906_launches PATH T N_SEQS [H_K H_V D]   (PATH: auto, recurrent, chunked)
+//   output: one line per launch: name \t gx gy gz \t bx by bz \t lds_bytes \t hex bytes
+//   build: each kernel file compiled with -include tools/gfx906_launches.h (tools/gfx906_sim.py does it)
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "kernels/gated_delta_net.h"
+static kdn_tensor tensor(uintptr_t at, int64_t n0, int64_t n1, int64_t n2, int64_t n3) {
+    kdn_tensor t;
+    t.data = (const void *)at;
+    int64_t ne[4] = {n0, n1, n2, n3};
+    size_t nb = 4;
+    for (int i = 0; i < 4; i++) {
+        t.ne[i] = ne[i];
+        t.nb[i] = nb;
+        nb *= (size_t)ne[i];
+    }
+    return t;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4) {
+        fprintf(stderr, "usage: gfx906_launches auto|recurrent|chunked T N_SEQS [H_K H_V D]\n");
+        return 2;
+    }
+    const long T = atol(argv[2]), B = atol(argv[3]);
+    const long Hk = argc > 4 ? atol(argv[4]) : 16, Hv = argc > 5 ? atol(argv[5]) : 32,
+               D = argc > 6 ? atol(argv[6]) : 128;
+    // made-up device addresses, 1 GiB apart, 256-byte aligned
+    uintptr_t at = (uintptr_t)1 << 40;
+    auto next = [&at]() { return at += (uintptr_t)1 << 30; };
+    kdn_gdn_call c;
+    memset(&c, 0, sizeof c);
+    c.q = tensor(next(), D, Hk, T, B);
+    c.k = tensor(next(), D, Hk, T, B);
+    c.v = tensor(next(), D, Hv, T, B);
+    c.g = tensor(next(), 1, Hv, T, B);
+    c.beta = tensor(next(), 1, Hv, T, B);
+    c.state = tensor(next(), D, D, Hv, B);
+    c.dst = (float *)next();
+    c.K = 1;
+    c.head_map = KDN_HEAD_MAP_TILED;
+    c.path = strcmp(argv[1], "recurrent") == 0 ? KDN_PATH_RECURRENT
+             : strcmp(argv[1], "chunked") == 0 ? KDN_PATH_CHUNKED : KDN_PATH_AUTO;
+    size_t ws = 0;
+    kdn_status st = kdn_gdn_workspace_size(&c, &ws);
+    if (st == KDN_OK) st = kdn_gated_delta_net(&c, (void *)next(), ws);
+    if (st != KDN_OK) {
+        fprintf(stderr, "gfx906_launches: %s\n", kdn_status_message(st));
+        return 1;
+    }
+    return 0;
+}
