@@ -256,20 +256,20 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurr
         }
         group_sums<kCols>(sk);
 
-        const float a = kKda ? 1.0f : kdn_decay(cur.g);
+        const float a = kKda ? 1.0f : kdn_decay(cur.g); // mutate: rec_decay_factor
         float d[kCols];
         for (int i = 0; i < kCols; i++) {
-            d[i] = cur.beta * (cur.v[i] - a * sk[i]);
-            for (int r = 0; r < R; r++) S[i][r] = fmaf(cur.k[r], d[i], a * S[i][r]);
+            d[i] = cur.beta * (cur.v[i] - a * sk[i]); // mutate: rec_delta
+            for (int r = 0; r < R; r++) S[i][r] = fmaf(cur.k[r], d[i], a * S[i][r]); // mutate: rec_state
         }
 
         group_sums<kCols + 1>(dots);
         // o is linear in q: ggml's 1/sqrt(S_v) on q is one multiply here.
         for (int i = 0; i < kCols; i++)
-            if (row0 == 0 && col_ok[i]) ob[dv[i]] = c.q_scale * fmaf(d[i], dots[kCols], a * dots[i]);
+            if (row0 == 0 && col_ok[i]) ob[dv[i]] = c.q_scale * fmaf(d[i], dots[kCols], a * dots[i]); // mutate: rec_out
         ob += st_o;
         // Snapshot slot T-1-t holds the state after token t (slot 0: final).
-        if (kSnap && T - 1 - t < c.K) store_states<R, kFull, kVec, kCols>(c, S, T - 1 - t, s_off, n_rows, col_ok, dv);
+        if (kSnap && T - 1 - t < c.K) store_states<R, kFull, kVec, kCols>(c, S, T - 1 - t, s_off, n_rows, col_ok, dv); // mutate: rec_snapshot
         if (kAhead) cur = nxt;
         else if (t + 1 < T) load_token<R, kFull, kKda, kVec, kCols>(cur, p, n_rows, dv);
         if (t + 2 < T) p.next();

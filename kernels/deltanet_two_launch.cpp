@@ -180,7 +180,7 @@ __device__ __forceinline__ void slice_store(IntraLds<C> &L, const float buf[2][4
         KDN_UNROLL
         for (int e = 0; e < 4; e += 2) {
             L.kt.h2[(p + e) / 2][row] = kdn_pack_f16x2(buf[0][e], buf[0][e + 1]);
-            L.qt.h2[(p + e) / 2][row] = kdn_pack_f16x2(buf[1][e], buf[1][e + 1]);
+            L.qt.h2[(p + e) / 2][row] = kdn_pack_f16x2(buf[1][e], buf[1][e + 1]); // mutate: intra_f16_queries
         }
         return;
     }
@@ -505,7 +505,7 @@ __global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(
     const int tid = (int)threadIdx.x;
     const int c = (int)blockIdx.x, h = (int)blockIdx.y, seq = (int)blockIdx.z;
     const int hk = kdn_key_head(h, H_k, H_v, head_map);
-    const int t0 = c * C, n = T - t0 < C ? T - t0 : C;
+    const int t0 = c * C, n = T - t0 < C ? T - t0 : C; // mutate: intra_tail
     const size_t tok0 = (size_t)seq * T + t0;
     const size_t ci = ((size_t)seq * H_v + h) * gridDim.x + c;
     const size_t qk_stride = (size_t)H_k * D_k, v_stride = (size_t)H_v * D_v;
@@ -524,9 +524,9 @@ __global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(
     // reads of gamma and beta come after that barrier (D_k >= 1: the loop
     // runs), which orders them after phase b's writes.
     intra_tiles<C, kVec, kF16Dot>(L, qc, kc, qk_stride, n, D_k, P + ci * C * C);
-    __syncthreads();
+    __syncthreads(); // mutate: intra_after_tiles
     intra_invert_diagonal<C>(L);
-    __syncthreads();
+    __syncthreads(); // mutate: intra_after_invert
     intra_place_diagonal<C>(L);
     __syncthreads();
     for (int I = 1; I < C / kBlock; I++) intra_block_row<C>(L, I);
@@ -655,7 +655,7 @@ __global__ __launch_bounds__(kStateThreads) void kernel_two_launch_state(
                     KDN_UNROLL
                     for (int a = 0; a < RT; a++)
                         KDN_UNROLL
-                        for (int b = 0; b < 4; b++) xq[a][b] = fmaf(p4[st][a][e], v4[b], xq[a][b]);
+                        for (int b = 0; b < 4; b++) xq[a][b] = fmaf(p4[st][a][e], v4[b], xq[a][b]); // mutate: state_out
                 }
         }
         KDN_UNROLL
@@ -702,7 +702,7 @@ __global__ __launch_bounds__(kStateThreads) void kernel_two_launch_state(
         KDN_UNROLL
         for (int u = 0; u < kSRows; u++) {
             KDN_UNROLL
-            for (int b = 0; b < 4; b++) sreg[u][b] = fmaf(total, sreg[u][b], acc[u][b]);
+            for (int b = 0; b < 4; b++) sreg[u][b] = fmaf(total, sreg[u][b], acc[u][b]); // mutate: state_update
             kdn_store4(&L.s[i0 + u][cq], sreg[u]);
         }
         __syncthreads();

@@ -6,7 +6,7 @@
 #include "kdn.h"
 
 __device__ __forceinline__ int kdn_key_head(int h, int H_k, int H_v, int head_map) {
-    return head_map == 0 ? h % H_k : h / (H_v / H_k); // 0: tiled (ggml), 1: block
+    return head_map == 0 ? h % H_k : h / (H_v / H_k); // 0: tiled (ggml), 1: block; mutate: head_map
 }
 
 // What every layer kernel (recurrent, one-launch, two-launch) refuses alike:

@@ -8,7 +8,7 @@
 #   tests/mutate.sh           the quick subset (make test)
 #   tests/mutate.sh --all     every fault (make mutate; docs/ci.md's nightly job)
 #   tests/mutate.sh --list    the faults, without running them
-#   tests/mutate.sh --check   that every fault still applies to its file (no build; make test)
+#   tests/mutate.sh --check   that every fault still applies to its marked line (no build; make test)
 #   tests/mutate.sh NAME...   the faults named (shell patterns, e.g. 'barrier:deltanet_two_launch.cpp:37*')
 # Barrier faults run their tests on the race detector's build (build/cpu-race,
 # make RACECHECK=1): a missing barrier shows as an LDS race, reported whatever
@@ -24,87 +24,118 @@ esac
 limit=${MUTATE_TIMEOUT:-300} # seconds per test run: a fault that hangs is killed by it
 
 # ---- the faults ------------------------------------------------------------
-# fault NAME FILE PERL TESTS [quick]: PERL rewrites FILE (perl -0pe, the whole
-# file at once); TESTS are --test patterns, space-separated. "quick" puts the
-# fault in make test's subset.
+# fault NAME FILE MARK PERL TESTS [quick]: PERL (a perl substitution) rewrites
+# the one line of FILE that carries the marker comment "mutate: MARK"; TESTS
+# are --test patterns, space-separated. "quick" puts the fault in make test's
+# subset. A marker that is missing or not unique, a PERL that no longer
+# changes its line and a marker no fault uses all fail --check: a rename
+# cannot silently stop a fault from applying.
 FAULTS=$(mktemp)
 trap 'rm -f "$FAULTS"' EXIT
 trap 'exit 130' INT TERM
-fault() { printf '%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "${5:-}" >>"$FAULTS"; }
+fault() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "${6:-}" >>"$FAULTS"; }
 
 # the tests each kernel's faults run (seconds each on the CPU build, not minutes)
 REC='recurrent_decode recurrent_odd_dims recurrent_strong_decay recurrent_state_x1000 compare_T1_B1'
 ONE_LAUNCH='one_launch_T1 one_launch_T65 one_launch_gqa3 one_launch_chunk32_T33 one_launch_odd_dims'
 TWO='two_launch_*'
+R=kernels/deltanet_recurrent.cpp O=phases/kernels/deltanet_one_launch.cpp W=kernels/deltanet_two_launch.cpp
 # a term of the layer scaled by 0.999 (a 0.1 % error), per kernel
-fault rec_out_intra kernels/deltanet_recurrent.cpp 's/fmaf\(d\[i\], dots\[kCols\], a \* dots\[i\]\)/fmaf(0.999f * d[i], dots[kCols], a * dots[i])/' "$REC compare_T1024_B1" quick
-fault rec_out_state kernels/deltanet_recurrent.cpp 's/fmaf\(d\[i\], dots\[kCols\], a \* dots\[i\]\)/fmaf(d[i], dots[kCols], 0.999f * a * dots[i])/' "$REC"
-fault rec_delta kernels/deltanet_recurrent.cpp 's/d\[i\] = cur.beta \*/d[i] = 0.999f * cur.beta */' "$REC"
-fault rec_decay kernels/deltanet_recurrent.cpp 's/S\[i\]\[r\] = fmaf\(cur.k\[r\], d\[i\], a \* S\[i\]\[r\]\)/S[i][r] = fmaf(cur.k[r], d[i], 0.999f * a * S[i][r])/' "$REC"
-fault rec_decay_after_update kernels/deltanet_recurrent.cpp 's/S\[i\]\[r\] = fmaf\(cur.k\[r\], d\[i\], a \* S\[i\]\[r\]\)/S[i][r] = a * fmaf(cur.k[r], d[i], S[i][r])/' "$REC"
+fault rec_out_intra $R rec_out 's/fmaf\(d\[i\], dots\[kCols\], a \* dots\[i\]\)/fmaf(0.999f * d[i], dots[kCols], a * dots[i])/' "$REC compare_T1024_B1" quick
+fault rec_out_state $R rec_out 's/fmaf\(d\[i\], dots\[kCols\], a \* dots\[i\]\)/fmaf(d[i], dots[kCols], 0.999f * a * dots[i])/' "$REC"
+fault rec_delta $R rec_delta 's/d\[i\] = cur.beta \*/d[i] = 0.999f * cur.beta */' "$REC"
+fault rec_decay $R rec_state 's/S\[i\]\[r\] = fmaf\(cur.k\[r\], d\[i\], a \* S\[i\]\[r\]\)/S[i][r] = fmaf(cur.k[r], d[i], 0.999f * a * S[i][r])/' "$REC"
+fault rec_decay_after_update $R rec_state 's/S\[i\]\[r\] = fmaf\(cur.k\[r\], d\[i\], a \* S\[i\]\[r\]\)/S[i][r] = a * fmaf(cur.k[r], d[i], S[i][r])/' "$REC"
 # the per-token decay factor off by 2^-23 with a steady sign (as CUDA's expf was, a tenth of it:
 # docs/tolerances.md): the weak-decay T = 1000 grid case must see it
-fault rec_decay_biased kernels/deltanet_recurrent.cpp 's/kdn_decay\(cur.g\)/(expf(cur.g) * (1.0f + 0x1p-23f))/' "grid_recurrent"
-fault one_launch_out_intra phases/kernels/deltanet_one_launch.cpp 's/fmaf\(L.exp_gamma\[t\], qs\[m\], pd\[m\]\)/fmaf(L.exp_gamma[t], qs[m], 0.999f * pd[m])/' "$ONE_LAUNCH"
-fault one_launch_out_state phases/kernels/deltanet_one_launch.cpp 's/fmaf\(L.exp_gamma\[t\], qs\[m\], pd\[m\]\)/fmaf(0.999f * L.exp_gamma[t], qs[m], pd[m])/' "$ONE_LAUNCH"
-fault one_launch_delta phases/kernels/deltanet_one_launch.cpp 's/L.rd\[t\]\[b\] = L.beta\[t\] \*/L.rd[t][b] = 0.999f * L.beta[t] */' "$ONE_LAUNCH"
-fault one_launch_state_decay phases/kernels/deltanet_one_launch.cpp 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/fmaf(0.999f * total, L.s[i][b], acc[m])/' "$ONE_LAUNCH"
-fault one_launch_state_update phases/kernels/deltanet_one_launch.cpp 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/fmaf(total, L.s[i][b], 0.999f * acc[m])/' "$ONE_LAUNCH"
-fault one_launch_decay_after_update phases/kernels/deltanet_one_launch.cpp 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/total * (L.s[i][b] + acc[m])/' "$ONE_LAUNCH"
-fault two_launch_out_intra kernels/deltanet_two_launch.cpp 's/fmaf\(p4\[st\]\[a\]\[e\], v4\[b\], xq\[a\]\[b\]\)/fmaf(0.999f * p4[st][a][e], v4[b], xq[a][b])/' "$TWO"
-fault two_launch_state_update kernels/deltanet_two_launch.cpp 's/fmaf\(total, sreg\[u\]\[b\], acc\[u\]\[b\]\)/fmaf(total, sreg[u][b], 0.999f * acc[u][b])/' "$TWO"
-fault two_launch_decay_after_update kernels/deltanet_two_launch.cpp 's/fmaf\(total, sreg\[u\]\[b\], acc\[u\]\[b\]\)/total * (sreg[u][b] + acc[u][b])/' "$TWO"
+fault rec_decay_biased $R rec_decay_factor 's/kdn_decay\(cur.g\)/(expf(cur.g) * (1.0f + 0x1p-23f))/' "grid_recurrent"
+fault one_launch_out_intra $O one_launch_out 's/fmaf\(L.exp_gamma\[t\], qs\[m\], pd\[m\]\)/fmaf(L.exp_gamma[t], qs[m], 0.999f * pd[m])/' "$ONE_LAUNCH"
+fault one_launch_out_state $O one_launch_out 's/fmaf\(L.exp_gamma\[t\], qs\[m\], pd\[m\]\)/fmaf(0.999f * L.exp_gamma[t], qs[m], pd[m])/' "$ONE_LAUNCH"
+fault one_launch_delta $O one_launch_delta 's/L.rd\[t\]\[b\] = L.beta\[t\] \*/L.rd[t][b] = 0.999f * L.beta[t] */' "$ONE_LAUNCH"
+fault one_launch_state_decay $O one_launch_state 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/fmaf(0.999f * total, L.s[i][b], acc[m])/' "$ONE_LAUNCH"
+fault one_launch_state_update $O one_launch_state 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/fmaf(total, L.s[i][b], 0.999f * acc[m])/' "$ONE_LAUNCH"
+fault one_launch_decay_after_update $O one_launch_state 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/total * (L.s[i][b] + acc[m])/' "$ONE_LAUNCH"
+fault two_launch_out_intra $W state_out 's/fmaf\(p4\[st\]\[a\]\[e\], v4\[b\], xq\[a\]\[b\]\)/fmaf(0.999f * p4[st][a][e], v4[b], xq[a][b])/' "$TWO"
+fault two_launch_state_update $W state_update 's/fmaf\(total, sreg\[u\]\[b\], acc\[u\]\[b\]\)/fmaf(total, sreg[u][b], 0.999f * acc[u][b])/' "$TWO"
+fault two_launch_decay_after_update $W state_update 's/fmaf\(total, sreg\[u\]\[b\], acc\[u\]\[b\]\)/total * (sreg[u][b] + acc[u][b])/' "$TWO"
 # the packed-fp16 variant: its queries scaled by 0.999 in Q K^T (P's term, 0.1 %); its rows on
 # fp16-exact q and k (two_launch_f16dot_*exact_qk) must fail at TOL_CHUNK
-fault two_launch_f16dot_q kernels/deltanet_two_launch.cpp 's/kdn_pack_f16x2\(buf\[1\]\[e\], buf\[1\]\[e \+ 1\]\)/kdn_pack_f16x2(0.999f * buf[1][e], 0.999f * buf[1][e + 1])/' 'two_launch_f16dot_*exact_qk'
+fault two_launch_f16dot_q $W intra_f16_queries 's/kdn_pack_f16x2\(buf\[1\]\[e\], buf\[1\]\[e \+ 1\]\)/kdn_pack_f16x2(0.999f * buf[1][e], 0.999f * buf[1][e + 1])/' 'two_launch_f16dot_*exact_qk'
 # a wrong snapshot slot: slots 0 and 1 (2 and 3, ...) swapped in the recurrent kernel
-fault snapshot_slot kernels/deltanet_recurrent.cpp 's/\(c, S, T - 1 - t, s_off/(c, S, ((T - 1 - t) ^ 1) < c.K ? (T - 1 - t) ^ 1 : T - 1 - t, s_off/' 'gdn_*K[24]*'
+fault snapshot_slot $R rec_snapshot 's/\(c, S, T - 1 - t, s_off/(c, S, ((T - 1 - t) ^ 1) < c.K ? (T - 1 - t) ^ 1 : T - 1 - t, s_off/' 'gdn_*K[24]*'
 # the grouped-head map swapped in the kernels only (the reference keeps its own)
-fault head_map_swapped kernels/heads.h 's/head_map == 0 \? h % H_k/head_map == 1 ? h % H_k/' "one_launch_gqa3 two_launch_gqa3_c32 recurrent_odd_dims" quick
+fault head_map_swapped kernels/heads.h head_map 's/head_map == 0 \? h % H_k/head_map == 1 ? h % H_k/' "one_launch_gqa3 two_launch_gqa3_c32 recurrent_odd_dims" quick
 # a chunk's tail one token short
-fault one_launch_tail phases/kernels/deltanet_one_launch.cpp 's/const int n = T - t0 < C \? T - t0 : C;/const int n = T - t0 < C ? T - t0 - 1 : C;/' "$ONE_LAUNCH" quick
-fault intra_tail kernels/deltanet_two_launch.cpp 's/n = T - t0 < C \? T - t0 : C;/n = T - t0 < C ? T - t0 - 1 : C;/' "$TWO"
+fault one_launch_tail $O one_launch_tail 's/const int n = T - t0 < C \? T - t0 : C;/const int n = T - t0 < C ? T - t0 - 1 : C;/' "$ONE_LAUNCH" quick
+fault intra_tail $W intra_tail 's/n = T - t0 < C \? T - t0 : C;/n = T - t0 < C ? T - t0 - 1 : C;/' "$TWO"
 
-# every barrier of the product kernels and the unfused pipeline's, removed
-barriers() { # barriers FILE TESTS [QUICK_INDICES] [REDUNDANT_INDICES]
+# every barrier of the product kernels and the unfused pipeline's, removed;
+# the fault's marker is the barrier's ordinal in its file (barriers are found,
+# not named). QUICK_MARKS: marker names of the barriers in make test's subset.
+barriers() { # barriers FILE TESTS [QUICK_MARKS]
     n=$(grep -c '__syncthreads();' "$root/$1")
     i=0
     while [ "$i" -lt "$n" ]; do
         i=$((i + 1))
-        skip=
-        for k in ${4:-}; do [ "$k" = "$i" ] && skip=1; done
-        [ -z "$skip" ] || continue
+        text=$(grep '__syncthreads();' "$root/$1" | sed -n "${i}p")
         line=$(grep -n '__syncthreads();' "$root/$1" | sed -n "${i}p" | cut -d: -f1)
         q=
-        for k in ${3:-}; do [ "$k" = "$i" ] && q=quick; done
-        fault "barrier:$(basename "$1"):$line" "$1" '$n = 0; s/__syncthreads\(\);/++$n == '"$i"' ? "\/* barrier removed *\/;" : $&/ge' "$2" barrier$q
+        for k in ${3:-}; do case "$text" in *"mutate: $k") q=quick ;; esac; done
+        fault "barrier:$(basename "$1"):$line" "$1" "#$i" '$n = 0; s/__syncthreads\(\);/++$n == '"$i"' ? "\/* barrier removed *\/;" : $&/ge' "$2" barrier$q
     done
+    for k in ${3:-}; do QUICK_BARRIERS="$QUICK_BARRIERS $1:$k"; done
 }
+QUICK_BARRIERS=
 # quick: two deltanet_two_launch.cpp barriers that survived every test under the
-# ascending-only executor (the 6th and 7th, after phases c and d). The
-# barrier between intra_gamma/intra_p_upper and intra_tiles that issue 15
-# found redundant (its removal lived under asc, desc and shuffle:1) was
-# removed from the kernel by issue 13 (the reason is in its comment there).
-barriers kernels/deltanet_two_launch.cpp "$TWO" "6 7"
-barriers phases/kernels/deltanet_one_launch.cpp "$ONE_LAUNCH"
+# ascending-only executor (after phases c and d).
+barriers $W "$TWO" "intra_after_tiles intra_after_invert"
+barriers $O "$ONE_LAUNCH"
 barriers phases/kernels/gemm.cpp 'gemm_*'
 barriers phases/kernels/triangular.cpp 'solve_tri*'
 
 if [ "$mode" = --list ]; then
-    cut -f1,2,4,5 "$FAULTS"
+    cut -f1,2,5,6 "$FAULTS"
     exit 0
 fi
 
-# whether PERL changes FILE (a fault that does not is stale: the code moved)
-applies() { perl -0pe "$2" "$root/$1" | cmp -s - "$root/$1" && return 1 || return 0; }
+# mutated FILE MARK PERL: FILE with PERL applied to the line marked MARK
+# ("#N": PERL counts the barriers itself, over the whole file)
+mutated() {
+    case $2 in
+    \#*) perl -0pe "$3" "$root/$1" ;;
+    *) MARK="mutate: $2" perl -pe 'if (/\Q$ENV{MARK}\E$/) { '"$3"' }' "$root/$1" ;;
+    esac
+}
+# why the fault cannot apply (empty when it can): its marker is missing or not
+# unique, or PERL leaves the file as it is (the code moved)
+stale_reason() { # stale_reason FILE MARK PERL
+    case $2 in
+    \#*) ;;
+    *)
+        m=$(grep -c -- "mutate: $2\$" "$root/$1")
+        [ "$m" = 1 ] || { echo "marker 'mutate: $2' found $m times in $1 (want once)"; return; }
+        ;;
+    esac
+    mutated "$1" "$2" "$3" | cmp -s - "$root/$1" && echo "the fault does not change $1 (line marked $2)"
+}
 if [ "$mode" = --check ]; then
     n=0 stale=0
-    while IFS="$(printf '\t')" read -r name file perl tests flags; do
+    while IFS="$(printf '\t')" read -r name file mark perl tests flags; do
         n=$((n + 1))
-        applies "$file" "$perl" || { echo "STALE   $name: the fault does not apply to $file"; stale=$((stale + 1)); }
+        why=$(stale_reason "$file" "$mark" "$perl")
+        [ -z "$why" ] || { echo "STALE   $name: $why"; stale=$((stale + 1)); }
     done <"$FAULTS"
-    echo "mutate: $((n - stale)) of $n faults apply to the source"
-    [ "$stale" = 0 ] || exit 2
+    # every quick barrier's marker on a barrier; every marker in the tree used by a fault
+    for qb in $QUICK_BARRIERS; do
+        grep -q "__syncthreads(); // mutate: ${qb#*:}\$" "$root/${qb%%:*}" ||
+            { echo "STALE   quick barrier ${qb#*:}: no barrier of ${qb%%:*} carries its marker"; stale=$((stale + 1)); }
+    done
+    used=$(cut -f3 "$FAULTS"; for qb in $QUICK_BARRIERS; do echo "${qb#*:}"; done)
+    for m in $(git -C "$root" grep -h -o 'mutate: [a-z0-9_]*$' -- kernels phases | cut -d' ' -f2 | sort -u); do
+        echo "$used" | grep -qx "$m" || { echo "STALE   marker 'mutate: $m' in the source: no fault uses it"; stale=$((stale + 1)); }
+    done
+    [ "$stale" = 0 ] || { echo "mutate: $stale stale of $n faults and their markers"; exit 2; }
+    echo "mutate: $n of $n faults apply to their marked lines"
     exit 0
 fi
 
@@ -151,7 +182,7 @@ lives() { # lives FLAGS TESTS
 
 killed=0 total=0 stale=0 lived=
 tab=$(printf '\t')
-while IFS="$tab" read -r name file perl tests flags; do
+while IFS="$tab" read -r name file mark perl tests flags; do
     case "$mode:$flags" in quick:*quick*) ;; quick:*) continue ;; esac
     if [ "$mode" = named ]; then
         chosen=
@@ -160,9 +191,10 @@ while IFS="$tab" read -r name file perl tests flags; do
     fi
     total=$((total + 1))
     cp "$file" "$file.orig"
-    perl -0pe "$perl" "$file.orig" >"$file"
-    if cmp -s "$file" "$file.orig"; then
-        echo "STALE   $name: the fault does not apply to $file"
+    why=$(root=. stale_reason "$file" "$mark" "$perl")
+    (root=. mutated "$file.orig" "$mark" "$perl") >"$file"
+    if [ -n "$why" ]; then
+        echo "STALE   $name: $why"
         stale=$((stale + 1))
     elif ! { : >build.log && case "$flags" in barrier*) build_for cpu-race ;; *) build_for cpu ;; esac; }; then
         echo "STALE   $name: does not compile"

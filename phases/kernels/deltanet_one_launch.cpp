@@ -201,7 +201,7 @@ __device__ void delta_rhs(OneLaunchLds<C> &L, const float *vc, size_t v_stride, 
     for (int m = 0; m < MR; m++) {
         const int t = t0 + m * kRows;
         const float v = t < n && b0 + b < D_v ? vc[t * v_stride + b] : 0.0f;
-        L.rd[t][b] = L.beta[t] * (v - L.exp_gamma[t] * ks[m]);
+        L.rd[t][b] = L.beta[t] * (v - L.exp_gamma[t] * ks[m]); // mutate: one_launch_delta
     }
 }
 
@@ -291,7 +291,7 @@ __device__ void chunk_outputs(OneLaunchLds<C> &L, const float *qc, size_t q_stri
     KDN_UNROLL
     for (int m = 0; m < MR; m++) {
         const int t = t0 + m * kRows;
-        if (t < n && b0 + b < D_v) oc[t * o_stride + b] = fmaf(L.exp_gamma[t], qs[m], pd[m]);
+        if (t < n && b0 + b < D_v) oc[t * o_stride + b] = fmaf(L.exp_gamma[t], qs[m], pd[m]); // mutate: one_launch_out
     }
 }
 
@@ -314,7 +314,7 @@ __device__ void update_state(OneLaunchLds<C> &L, int n, int D_k) {
     KDN_UNROLL
     for (int m = 0; m < MI; m++) {
         const int i = i0 + m * kRows;
-        if (i < D_k) L.s[i][b] = fmaf(total, L.s[i][b], acc[m]);
+        if (i < D_k) L.s[i][b] = fmaf(total, L.s[i][b], acc[m]); // mutate: one_launch_state
     }
 }
 
@@ -344,7 +344,7 @@ __global__ __launch_bounds__(kThreads, 1) void kernel_deltanet_one_launch(const 
     load_log_decays<C>(L, g, (size_t)seq * T, T < C ? T : C, h, H_v);
     __syncthreads();
     for (int t0 = 0; t0 < T; t0 += C) {
-        const int n = T - t0 < C ? T - t0 : C;
+        const int n = T - t0 < C ? T - t0 : C; // mutate: one_launch_tail
         const size_t tok0 = (size_t)seq * T + t0;
         const float *qc = q + (tok0 * H_k + hk) * D_k;
         const float *vc = v + (tok0 * H_v + h) * D_v + b0;
