@@ -48,7 +48,7 @@
 // single token without a loop: 7 waves, so the B = 1 grid of 256 workgroups
 // runs in one round of the MI50's 420 slots), no scratch and no LDS. The
 // only cross-lane traffic is 12 DPP row rotations per token (VALU modifiers, no LDS traffic;
-// ds_bpermute before issue 13). D_k <= 64 / 128 / 256 use instantiations
+// where ds_bpermute would go through LDS). D_k <= 64 / 128 / 256 use instantiations
 // with R = 4 / 8 / 16 registers of state per lane.
 //
 // Supported shapes (others are refused, see the launcher):
@@ -103,7 +103,7 @@ struct TokenIn {
 // pointers move one token at a time (next()), so a token's addresses are
 // ready before its loads: computed from the token index inside the loop,
 // they delayed the loads of the next token on the H100 until the current
-// token's math was done (nvcc scheduled them last; issue 14).
+// token's math was done (nvcc scheduled them last).
 struct TokenPtrs {
     const float *k, *q, *v, *g, *beta;
     long st_k, st_q, st_v, st_g, st_beta;
@@ -181,8 +181,7 @@ __device__ __forceinline__ void store_states(const KdnRecurrentCall &c, const fl
 // loop: no second set of token registers (1-2 % faster on the H100) and no
 // token pointers or loop state kept live, so the D_k = 128 decode kernel
 // needs 36 VGPRs on gfx906 (7 waves per SIMD; 50 with the loop, 4 waves:
-// the B = 1 grid then took two rounds of 240 slots; docs/performance.md,
-// issue 14).
+// the B = 1 grid then took two rounds of 240 slots).
 template <int R, bool kFull, bool kKda, bool kSnap, bool kVec, bool kAhead, int kCols>
 __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurrentCall c) {
     const int T = c.s.T, H_k = c.s.H_k, H_v = c.s.H_v, D_k = c.s.D_k, D_v = c.s.D_v;
@@ -302,7 +301,7 @@ static dim3 grid_of(const KdnRecurrentCall *c, int cols) {
 // prefill drops 25 %). Where one round holds the one-column grid (the H100's
 // 528 at B = 1) the one-column kernel keeps its twice as many warps to hide
 // the per-token chain of shuffles: on the H100 it was 10-18 % faster at B = 1
-// and the two-column one 0-7 % faster at B = 4 (docs/performance.md, issue 14).
+// and the two-column one 0-7 % faster at B = 4 (docs/performance.md).
 template <int R, bool kFull, bool kVec>
 static bool prompt_two_cols(const KdnRecurrentCall *c) {
     // gfx906_per_cu 4: the one-column kernel at D_k = 128 has 56 VGPRs, 4 waves

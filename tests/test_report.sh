@@ -303,8 +303,8 @@ expect "$tmp/mem.xml" "errors=\"1\"" "prlimit: JUnit does not count the refusal 
 expect "$tmp/mem.xml" "<error message=\"refused: " "prlimit: JUnit has no <error> for the refusal"
 FAULT_MALLOC_OVER=100000 LD_PRELOAD=$shim "$bin" --test sigmoid --test one_launch_T64 --log "$tmp/mem.tsv" >"$tmp/mem.out" 2>"$tmp/mem.err"
 mem_run "device memory over 100 kB (shim)" "out of device memory: buffer 'q' of [0-9]* bytes"
-# the device buffer is had, the host staging image that fills it is not (a
-# SIGSEGV under a memory limit before issue 16)
+# the device buffer is had, the host staging image that fills it is not (once
+# a SIGSEGV under a memory limit)
 FAULT_MALLOC_OVER=100000 FAULT_MALLOC_SPARE=1 LD_PRELOAD=$shim "$bin" --test sigmoid --test one_launch_T64 --log "$tmp/mem.tsv" \
     >"$tmp/mem.out" 2>"$tmp/mem.err"
 mem_run "the staging image of a device buffer (shim)" "out of host memory: the upload image of buffer 'q', [0-9]* bytes"

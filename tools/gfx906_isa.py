@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The gfx906 ISA lens and the MI50 time model (issue 13).
+"""The gfx906 ISA lens and the MI50 time model.
 
 Builds every kernels/*.cpp and phases/kernels/*.cpp for gfx906 (device code only, one code object per
 file), reads the code object's metadata (llvm-readelf --notes) and its
@@ -505,7 +505,7 @@ def work_recurrent(T, B, Dk=D_K, Dv=D_V, cols=1):
     the update per row and column (3 FMAs); a wave issues, per token and row
     of its lanes, those for each of its cols columns plus one for k.q, which
     every column of a group shares (so the cols = 2 layout issues 7 FMA
-    instructions per row where two groups of cols = 1 issue 8)."""
+    instructions per row where two groups of cols = 1 take 8)."""
     wg = -(-Dv // (16 * cols)) * H_V * B
     heads = H_V * B
     bytes_ = 2 * heads * Dk * Dv * 4 + T * B * (2 * H_K * Dk + H_V * (2 * Dv + 2)) * 4

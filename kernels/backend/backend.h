@@ -158,7 +158,7 @@ int kdn_round_workgroups(const void *kernel, int threads);
 // kdn_load4_if: the four floats when `ok`, zeros otherwise, with no scalar
 // load path: where a vector load and scalar loads could write the same
 // registers, the gfx906 compiler waited for every earlier load (vmcnt(0))
-// before each vector load (issue 13: tools/gfx906_isa.py counts them).
+// before each vector load (tools/gfx906_isa.py counts such waits).
 #if defined(KDN_BACKEND_CPU)
 __device__ __forceinline__ void kdn_load4(const float *p, float out[4]) {
     for (int u = 0; u < 4; u++) out[u] = p[u];
