@@ -10,6 +10,8 @@
 #   --dump/--load/--set round trips, read back with numpy (tests/test_tensors.sh),
 #   .github/workflows against the workflow schema (tests/test_workflows.sh),
 #   tools/deps.sh installing only what is missing (tests/test_deps.sh),
+#   results/index.tsv naming every file of results/ (tools/results_index.py),
+#   no issue numbers or work periods in the tree (make history-check),
 #   the reference against itself, result logs and reports,
 #   the product kernels under the executor's descending and shuffled
 #   schedules (races the ascending order hides), the executor's unit tests
@@ -42,7 +44,13 @@ include tests/reference.mk
 include tests/report.mk
 include tests/coverage.mk
 
-.PHONY: test-asan test-gfx906 test-schedules test-race mutate
+.PHONY: test-asan test-gfx906 test-schedules test-race mutate history-check
+# The tree speaks of the project, not of its tracker or its work periods:
+# git grep must find neither (history lives in git).
+HISTORY_WORDS := [Ii][Ss][Ss][Uu][Ee] [0-9]|[Ss][Ee][Ss][Ss][Ii][Oo][Nn] [0-9]
+history-check:
+	@! git grep -n -E '$(HISTORY_WORDS)' -- . || { echo "history-check: the lines above name an issue or a session"; exit 1; }
+	@echo "history-check: no issue numbers or sessions in the tree"
 # Every product kernel (two-launch, one-launch, recurrent) and the unfused
 # pipeline's barrier kernels, under KDN_CPU_SCHEDULE desc and shuffle:1.
 SCHEDULE_TESTS := 'two_launch_*' one_launch_T1 one_launch_T65 one_launch_gqa3 \
@@ -97,6 +105,8 @@ test:
 	@sh tests/test_tensors.sh build/cpu/test_deltanet
 	@sh tests/test_workflows.sh
 	@sh tests/test_deps.sh
+	@python3 tools/results_index.py --check
+	@$(MAKE) --no-print-directory history-check
 	@$(MAKE) --no-print-directory BACKEND=cpu test-reference
 	@sh tests/test_install.sh cpu
 	@sh tests/test_e2e_tools.sh

@@ -421,7 +421,7 @@ def print_isa(kernels):
 
 # ---- the MI50 time model -------------------------------------------------------
 # Every number here is an assumption, documented in docs/performance.md ("MI50
-# time model"). It is a model: static instruction counts, no caches modelled
+# (gfx906): the time model"). It is a model: static instruction counts, no caches modelled
 # beyond "shared inputs come from L2", no memory-controller or clock effects.
 CUS = 60                # MI50: 60 CUs, 4 SIMD16 each
 SIMDS = 4
