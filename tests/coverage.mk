@@ -14,7 +14,8 @@
 # run is a line make test runs.
 .PHONY: coverage coverage-quick
 COVERAGE_BUILD := build/coverage
-COVERAGE_QUICK_TESTS := 'golden_*' 'gdn_*' 'two_launch_scalar_*' two_launch_unaligned_q 'recurrent_Dk*' recurrent_unaligned_q layers_T0 \
+# The quick phase-8 rows (make coverage-quick here, make check's ladder).
+QUICK_TESTS := 'golden_*' 'gdn_*' 'two_launch_scalar_*' two_launch_unaligned_q 'recurrent_Dk*' recurrent_unaligned_q layers_T0 \
 	kernel_refusals one_launch_refuses recurrent_decode recurrent_odd_dims one_launch_T1 one_launch_odd_dims \
 	one_launch_chunk32_T31 deltanet_single_chunk two_launch_T1 two_launch_gqa3_c32 auto_long_B4 two_launch_f16dot_c32_exact_qk \
 	recurrent_two_cols_odd
@@ -45,5 +46,5 @@ coverage:
 
 coverage-quick:
 	$(call coverage_run,{ $(COVERAGE_BUILD)/test_deltanet --phase 1-7 && $(COVERAGE_BUILD)/test_deltanet --phase 8 \
-	    $(foreach t,$(COVERAGE_QUICK_TESTS),--test $(t)); } > $(COVERAGE_BUILD)/ladder.out 2>&1 || \
+	    $(foreach t,$(QUICK_TESTS),--test $(t)); } > $(COVERAGE_BUILD)/ladder.out 2>&1 || \
 	    { tail -n 30 $(COVERAGE_BUILD)/ladder.out; exit 1; }; echo "coverage: quick rows $$(tail -n 1 $(COVERAGE_BUILD)/ladder.out)")

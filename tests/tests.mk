@@ -12,6 +12,7 @@
 #   tools/deps.sh installing only what is missing (tests/test_deps.sh),
 #   results/index.tsv naming every file of results/ (tools/results_index.py),
 #   no issue numbers or work periods in the tree (make history-check),
+#   every #include pointing down the layers, no loop (tests/test_layers.py),
 #   the reference against itself, result logs and reports,
 #   the product kernels under the executor's descending and shuffled
 #   schedules (races the ascending order hides), the executor's unit tests
@@ -44,13 +45,29 @@ include tests/reference.mk
 include tests/report.mk
 include tests/coverage.mk
 
-.PHONY: test-asan test-gfx906 test-schedules test-race mutate history-check
+.PHONY: test-asan test-gfx906 test-schedules test-race mutate history-check check
+# make check: the developer's loop, CPU only, no toolchain beyond gcc and
+# python3 (under 2 minutes on 2 cores once built): the harness's unit tests,
+# the include layers, the planted faults' markers, tools/deps.sh, the results
+# index, the tree's words, and the ladder's quick rows against the baseline.
+# make test (CI) runs all of these and everything else.
+check:
+	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_harness
+	@build/cpu/test_harness
+	@python3 tests/test_layers.py --self-test && python3 tests/test_layers.py
+	@sh tests/mutate.sh --check
+	@sh tests/test_deps.sh
+	@python3 tools/results_index.py --check
+	@$(MAKE) --no-print-directory history-check
+	@sh tests/quick_ladder.sh build/cpu/test_deltanet build/cpu/quick $(QUICK_TESTS)
+
 # The tree speaks of the project, not of its tracker or its work periods:
 # git grep must find neither (history lives in git).
 HISTORY_WORDS := [Ii][Ss][Ss][Uu][Ee] [0-9]|[Ss][Ee][Ss][Ss][Ii][Oo][Nn] [0-9]
 history-check:
 	@! git grep -n -E '$(HISTORY_WORDS)' -- . || { echo "history-check: the lines above name an issue or a session"; exit 1; }
 	@echo "history-check: no issue numbers or sessions in the tree"
+
 # Every product kernel (two-launch, one-launch, recurrent) and the unfused
 # pipeline's barrier kernels, under KDN_CPU_SCHEDULE desc and shuffle:1.
 SCHEDULE_TESTS := 'two_launch_*' one_launch_T1 one_launch_T65 one_launch_gqa3 \
@@ -107,6 +124,7 @@ test:
 	@sh tests/test_deps.sh
 	@python3 tools/results_index.py --check
 	@$(MAKE) --no-print-directory history-check
+	@python3 tests/test_layers.py --self-test && python3 tests/test_layers.py
 	@$(MAKE) --no-print-directory BACKEND=cpu test-reference
 	@sh tests/test_install.sh cpu
 	@sh tests/test_e2e_tools.sh
