@@ -277,6 +277,8 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurr
     if (!kSnap || T == 0) store_states<R, kFull, kVec, kCols>(c, S, 0, s_off, n_rows, col_ok, dv);
 }
 
+const KdnLimits kdn_recurrent_limits = {kMaxDk, {0, 0}};
+
 static const char *unsupported(const KdnRecurrentCall *c) {
     const KdnShape *s = &c->s;
     const char *why = kdn_layer_shape_unsupported(s);

@@ -717,11 +717,13 @@ __global__ __launch_bounds__(kStateThreads) void kernel_two_launch_state(
 }
 
 // ---- launchers ----------------------------------------------------------------
+const KdnLimits kdn_two_launch_limits = {kMaxDk, {32, 64}}; // the C of launch<C> below
+
 static const char *unsupported(const KdnShape *s) {
     const char *why = kdn_layer_shape_unsupported(s);
     if (why) return why;
     if (s->D_k > kMaxDk) return "D_k > 128 (the state slab would not fit in 64 KB of LDS)";
-    if (s->chunk != 32 && s->chunk != 64) return "chunk must be 32 or 64";
+    if (!kdn_takes_chunk(&kdn_two_launch_limits, s->chunk)) return "chunk must be 32 or 64";
     return NULL;
 }
 

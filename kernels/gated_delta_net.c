@@ -152,7 +152,9 @@ void kdn_deltanet_auto(const KdnShape *s, const KdnChunkBuffers *b, const float 
 }
 
 /* ---- checking a call ---------------------------------------------------- */
-enum { kMaxS = 256, kMaxChunkedS = 128, kDefaultChunk = 64 };
+/* The largest S_v and the chunk sizes are the kernels' (kdn.h's KdnLimits):
+ * the recurrent kernel takes every call, the chunked form what it is built for. */
+enum { kDefaultChunk = 64 };
 
 /* One input as the kernels see it: strides of dims 1..3 in floats and
  * whether it is already the contiguous ggml layout. */
@@ -201,7 +203,7 @@ static kdn_status check_pointers_and_options(const kdn_gdn_call *c) {
     if (c->head_map != KDN_HEAD_MAP_TILED && c->head_map != KDN_HEAD_MAP_BLOCK) return KDN_ERR_OPTION;
     if (c->path != KDN_PATH_AUTO && c->path != KDN_PATH_RECURRENT && c->path != KDN_PATH_CHUNKED)
         return KDN_ERR_OPTION;
-    if (c->chunk != 0 && c->chunk != 32 && c->chunk != 64) return KDN_ERR_CHUNK;
+    if (c->chunk != 0 && !kdn_takes_chunk(&kdn_two_launch_limits, c->chunk)) return KDN_ERR_CHUNK;
     if (c->K < 1) return KDN_ERR_SNAPSHOTS;
     return KDN_OK;
 }
@@ -231,7 +233,7 @@ static kdn_status check_shapes(const kdn_gdn_call *c) {
     if (!same_ne(&c->g, 1, H_v, T, n_seqs) && !same_ne(&c->g, S, H_v, T, n_seqs)) return KDN_ERR_GATE_SHAPE;
     if (!same_ne(&c->beta, 1, H_v, T, n_seqs)) return KDN_ERR_BETA_SHAPE;
     if (!same_ne(&c->state, S, S, H_v, n_seqs) || !is_contiguous(&c->state)) return KDN_ERR_STATE_SHAPE;
-    if (S > kMaxS || H_v > 65535 || n_seqs > 65535) return KDN_ERR_UNSUPPORTED_SHAPE;
+    if (S > kdn_recurrent_limits.max_D_k || H_v > 65535 || n_seqs > 65535) return KDN_ERR_UNSUPPORTED_SHAPE;
     /* dst: outputs plus K snapshots must stay indexable */
     if ((double)S * H_v * n_seqs * (T + (double)S * c->K) >= (double)INT_MAX * 4.0) return KDN_ERR_UNSUPPORTED_SHAPE;
     return KDN_OK;
@@ -240,7 +242,7 @@ static kdn_status check_shapes(const kdn_gdn_call *c) {
 /* The chunked kernels run the scalar gate, K == 1 and S <= 128; every other
  * call goes to the recurrent kernel whatever path asked for. */
 static int takes_chunked(const kdn_gdn_call *c, const Plan *p) {
-    int eligible = !p->kda && c->K == 1 && p->s.D_k <= kMaxChunkedS;
+    int eligible = !p->kda && c->K == 1 && p->s.D_k <= kdn_two_launch_limits.max_D_k;
     if (c->path == KDN_PATH_RECURRENT || !eligible) return 0;
     return c->path == KDN_PATH_CHUNKED || p->s.T > kdn_gdn_recurrent_max_t(p->s.n_seqs);
 }

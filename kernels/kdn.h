@@ -20,6 +20,21 @@ typedef struct {
     int head_map; /* 0: key head = h % H_k (ggml, tiled); 1: h / (H_v / H_k) (block) */
 } KdnShape;
 
+/* What a layer kernel takes. Each kernel file defines its table from the
+ * constants its code is built on; the library, the tests and the command
+ * line ask it instead of restating the numbers. A launcher refuses any other
+ * shape (kdn_launch_refused: named at kdn_sync()). */
+typedef struct {
+    int max_D_k;   /* the largest key dimension */
+    int chunks[2]; /* the chunk sizes it is built for ({0, 0}: not chunked) */
+} KdnLimits;
+extern const KdnLimits kdn_recurrent_limits;  /* kernels/deltanet_recurrent.cpp */
+extern const KdnLimits kdn_two_launch_limits; /* kernels/deltanet_two_launch.cpp */
+/* 1 when the kernel is built for chunk size C. */
+static inline int kdn_takes_chunk(const KdnLimits *l, int C) {
+    return C > 0 && (C == l->chunks[0] || C == l->chunks[1]);
+}
+
 /* Token-recurrent kernel: every head and sequence in one launch. */
 void kdn_deltanet_recurrent(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                             const float *beta, const float *state_in, float *o, float *state_out);

@@ -41,16 +41,18 @@ static const char *ungrouped(const KdnShape *s) {
                                                                   : NULL;
 }
 
-static const char *recurrent_refuses(const KdnShape *s) {
-    return s->D_k > 256 ? "D_k > 256 (docs/kernels.md)" : ungrouped(s);
-}
-
-/* The chunked kernels (one- and two-launch) stage a chunk's keys in 64 KB of LDS. */
-static const char *chunked_refuses(const KdnShape *s) {
-    if (s->D_k > 128) return "D_k > 128 (a chunk's keys would not fit in 64 KB of LDS)";
-    if (s->chunk != 32 && s->chunk != 64) return "chunk other than 32 or 64";
+/* Past a kernel's own limits (KdnLimits, kdn.h), then ungrouped heads. */
+static const char *outside(const KdnLimits *l, const KdnShape *s) {
+    if (s->D_k > l->max_D_k) return "D_k past the kernel's max_D_k (docs/kernels.md)";
+    if (l->chunks[0] && !kdn_takes_chunk(l, s->chunk)) return "a chunk size the kernel is not built for";
     return ungrouped(s);
 }
+
+static const char *recurrent_refuses(const KdnShape *s) { return outside(&kdn_recurrent_limits, s); }
+
+/* The chunked kernels stage a chunk's keys in 64 KB of LDS. */
+static const char *chunked_refuses(const KdnShape *s) { return outside(&kdn_two_launch_limits, s); }
+static const char *one_launch_refuses(const KdnShape *s) { return outside(&kdn_one_launch_limits, s); }
 
 static const char *auto_refuses(const KdnShape *s) {
     return s->T <= kdn_auto_recurrent_max_t(s->n_seqs) ? recurrent_refuses(s) : chunked_refuses(s);
@@ -73,7 +75,7 @@ const LayerVariant layer_variants[LAYER_VARIANT_COUNT] = {
                     auto_refuses},
     [LAYER_ONE_LAUNCH] = {"one_launch", "the whole chunked layer in one launch, the state carried in LDS",
                           "kdn_deltanet_one_launch (phases/kernels/deltanet_one_launch.cpp)", NULL, NULL, one_launch_run,
-                          chunked_refuses},
+                          one_launch_refuses},
     [LAYER_TWO_LAUNCH_F16DOT] = {"two_launch_f16dot",
                                  "opt-in: two_launch with the intra kernel's K K^T and Q K^T from fp16 q, k "
                                  "(gfx906 v_dot2_f32_f16), everything else fp32",

@@ -121,6 +121,15 @@ typedef struct {
     int n; /* the solve's size */
 } Call;
 
+/* The limits the kernel of an entry exports (kdn.h, ladder.h). */
+static const KdnLimits *limits_of(Entry e) {
+    return e == ENTRY_INTRA || e == ENTRY_STATE ? &kdn_two_launch_limits
+           : e == ENTRY_ONE_LAUNCH              ? &kdn_one_launch_limits
+                                                : &kdn_recurrent_limits;
+}
+/* A value of s.D_k in the table below: one past the entry's kernel's max_D_k. */
+enum { PAST_MAX_D_K = -1000 };
+
 /* 10 tokens (one chunk of 32) of 2 value heads, 16 x 16 */
 static const Call base_call = {{10, 1, 1, 2, 16, 16, 32, 0}, 1, 0, 1, 16, 16};
 #define F(field) offsetof(Call, field)
@@ -133,7 +142,7 @@ static const struct {
 } refusals[] = {
     {ENTRY_RECURRENT, F(s.T), -1, "empty or negative dimension"},
     {ENTRY_RECURRENT, F(s.D_v), 0, "empty or negative dimension"},
-    {ENTRY_RECURRENT, F(s.D_k), 257, "D_k > 256"},
+    {ENTRY_RECURRENT, F(s.D_k), PAST_MAX_D_K, "D_k > "},
     {ENTRY_RECURRENT, F(s.H_v), 65536, "H_v or n_seqs > 65535"},
     {ENTRY_RECURRENT, F(s.n_seqs), 65536, "H_v or n_seqs > 65535"},
     {ENTRY_RECURRENT, F(s.head_map), 2, "head_map must be 0 (tiled) or 1 (block)"},
@@ -142,13 +151,13 @@ static const struct {
     {ENTRY_RECURRENT_NO_SHAPE, 0, 0, "no shape"},
     {ENTRY_RECURRENT_NO_CALL, 0, 0, "no call"},
     {ENTRY_INTRA, F(s.n_seqs), 0, "empty or negative dimension"},
-    {ENTRY_INTRA, F(s.D_k), 129, "D_k > 128"},
+    {ENTRY_INTRA, F(s.D_k), PAST_MAX_D_K, "D_k > "},
     {ENTRY_INTRA, F(s.chunk), 48, "chunk must be 32 or 64"},
     {ENTRY_INTRA, F(s.n_seqs), 65536, "H_v or n_seqs > 65535"},
     {ENTRY_INTRA, F(s.head_map), -1, "head_map must be 0 (tiled) or 1 (block)"},
     {ENTRY_INTRA, F(s.H_k), 3, "block head map needs H_v to be a multiple of H_k"},
     {ENTRY_STATE, F(s.H_k), 0, "empty or negative dimension"},
-    {ENTRY_STATE, F(s.D_k), 256, "D_k > 128"},
+    {ENTRY_STATE, F(s.D_k), PAST_MAX_D_K, "D_k > "},
     {ENTRY_STATE, F(s.chunk), 128, "chunk must be 32 or 64"},
     {ENTRY_STATE, F(s.H_v), 65536, "H_v or n_seqs > 65535"},
     {ENTRY_STATE, F(s.head_map), 3, "head_map must be 0 (tiled) or 1 (block)"},
@@ -157,7 +166,7 @@ static const struct {
     {ENTRY_STATE, F(c1), 2, "chunk range outside 0..n_chunks"},
     {ENTRY_STATE, F(c0), 1, "chunk range outside 0..n_chunks"}, /* with c1 = 0 < c0, below */
     {ENTRY_ONE_LAUNCH, F(s.T), -5, "empty or negative dimension"},
-    {ENTRY_ONE_LAUNCH, F(s.D_k), 132, "D_k > 128"},
+    {ENTRY_ONE_LAUNCH, F(s.D_k), PAST_MAX_D_K, "D_k > "},
     {ENTRY_ONE_LAUNCH, F(s.chunk), 16, "chunk must be 32 or 64"},
     {ENTRY_ONE_LAUNCH, F(s.n_seqs), 70000, "H_v or n_seqs > 65535"},
     {ENTRY_ONE_LAUNCH, F(s.head_map), 5, "head_map must be 0 (tiled) or 1 (block)"},
@@ -175,6 +184,8 @@ static Call broken_call(int i) {
         *(int *)((char *)&x + refusals[i].field) = (int)refusals[i].value;
     if (refusals[i].field == F(s.H_k) && refusals[i].value == 3) x.s.head_map = 1; /* H_v = 2, H_k = 3, block map */
     if (refusals[i].field == F(c0) && refusals[i].value == 1) x.c1 = 0;          /* c1 < c0 */
+    if (refusals[i].field == F(s.D_k) && refusals[i].value == PAST_MAX_D_K)
+        x.s.D_k = limits_of(refusals[i].entry)->max_D_k + 1;
     return x;
 }
 

@@ -59,6 +59,7 @@ void kdn_gather_rows(const float *src, float *dst, int rows, int cols, long stri
 void kdn_scatter_rows(const float *src, float *dst, int rows, int cols, long stride);
 
 /* One-launch chunked kernel: the whole layer in one launch. */
+extern const KdnLimits kdn_one_launch_limits;
 void kdn_deltanet_one_launch(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                         const float *beta, const float *state_in, float *o, float *state_out);
 
