@@ -49,7 +49,8 @@ include tests/coverage.mk
 # make check: the developer's loop, CPU only, no toolchain beyond gcc and
 # python3 (under 2 minutes on 2 cores once built): the harness's unit tests,
 # the include layers, the planted faults' markers, tools/deps.sh, the results
-# index, the tree's words, and the ladder's quick rows against the baseline.
+# index, the tree's words, the gfx906 simulator's self-test, and the ladder's
+# quick rows against the baseline.
 # make test (CI) runs all of these and everything else.
 check:
 	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_harness
@@ -59,6 +60,7 @@ check:
 	@sh tests/test_deps.sh
 	@python3 tools/results_index.py --check
 	@$(MAKE) --no-print-directory history-check
+	@python3 tools/gfx906_sim.py selftest
 	@sh tests/quick_ladder.sh build/cpu/test_deltanet build/cpu/quick $(QUICK_TESTS)
 
 # The tree speaks of the project, not of its tracker or its work periods:
