@@ -188,21 +188,23 @@ resources:
 resources-check:
 	@tools/gfx906_resources.sh --check $(KERNEL_SRC) $(LADDER_KERNEL_SRC) > /dev/null && echo "gfx906 resources: no kernel over 64 KB LDS, no scratch, no VGPR spills"
 
-# The gfx906 ISA lens and the MI50 time model (tools/gfx906_isa.py, docs/performance.md):
-#   make isa            per kernel: resources; per loop of the machine code: instruction mix, LDS and
-#                       global loads by width, serialised loads, cross-lane ops, barriers; then the model
-#                       (TSV in build/isa/)
-#   make isa-check      the gates make test runs where hipcc exists
-#   make isa-baseline   rewrite the committed model table (results/gfx906-model.tsv, -loops.tsv)
+# The gfx906 ISA lens and the MI50 simulator (tools/gfx906_isa.py, tools/gfx906_sim.py,
+# docs/performance.md "MI50 simulator"):
+#   make isa            per kernel: resources and static loop counts (TSV in build/isa/); then the
+#                       product's kernels and paths simulated at the Qwen3-Next shapes ->
+#                       results/gfx906-sim.tsv (this toolchain's rows; -loops.tsv, -code.tsv beside)
+#                       SIM_TOOLCHAIN / SIM_OBJECTS: another toolchain's label and code objects
+#   make isa-check      the gates make test runs where hipcc exists (static; simulated time <= +5 %)
 #   make calibrate      the simulator's calibration kernels (tools/calib/) simulated against published
 #                       gfx906 measurements -> results/gfx906-calibration.tsv
-.PHONY: isa isa-check isa-baseline calibrate
+.PHONY: isa isa-check calibrate
+SIM_ARGS = $(if $(SIM_OBJECTS),$(SIM_TOOLCHAIN) $(SIM_OBJECTS))
 isa:
 	@python3 tools/gfx906_isa.py report
+	@python3 tools/gfx906_sim.py table $(SIM_ARGS)
 isa-check:
 	@python3 tools/gfx906_isa.py check
-isa-baseline:
-	@python3 tools/gfx906_isa.py baseline
+	@python3 tools/gfx906_sim.py check $(SIM_ARGS)
 calibrate:
 	@python3 tools/gfx906_sim.py calibrate
 

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The gfx906 ISA lens and the MI50 time model.
+"""The gfx906 ISA lens: resources and static loop counts of every kernel, and the static gates.
 
 Builds every kernels/*.cpp and phases/kernels/*.cpp for gfx906 (device code only, one code object per
 file), reads the code object's metadata (llvm-readelf --notes) and its
@@ -16,11 +16,11 @@ disassembly (llvm-objdump -d --mcpu=gfx906) and reports, per kernel:
              same iteration stands between the previous memory instruction
              and the load), cross-lane operations by kind, s_barrier count.
 
-and then the MI50 time model of the product kernels (docs/performance.md,
-"MI50 time model", says every assumption).
+The simulated MI50 times are tools/gfx906_sim.py's (docs/performance.md, "MI50 simulator"); the
+work functions here (work_*) give the product kernels' floors there.
 
-  tools/gfx906_isa.py report   [--out DIR]   tables + DIR/isa.tsv, DIR/model.tsv
-  tools/gfx906_isa.py check    [--out DIR]   the gates of make test (see check())
+  tools/gfx906_isa.py report   tables + build/isa/isa.tsv
+  tools/gfx906_isa.py check    the static gates of make test (see check())
 
 Python 3 standard library only; the tools are hipcc and LLVM's llvm-objdump /
 llvm-readelf (Debian: hipcc pulls in llvm-15). Tool names can be overridden
@@ -145,42 +145,21 @@ def vmcnt(ops):
     return int(m.group(1)) if m else None
 
 
-def lgkmcnt(ops):
-    m = re.search(r"lgkmcnt\((\d+)\)", ops)
-    return int(m.group(1)) if m else None
-
-
 def loop_stats(body):
     """Counts of one loop body (a list of instructions in address order).
     A global load is serialised when right before it (only scalar
     instructions in between) an s_waitcnt waits for vmcnt(0) or for a memory
     operation issued earlier in the same iteration: the load is issued only
     after every earlier load has returned, so their latencies add up.
-    vm_exposed / lds_exposed: the cycles one wave stalls at the waits for a
-    global / LDS (or scalar memory) operation of the same iteration, walking
-    the body in order: a wait exposes the latency of the newest operation it
-    waits for less the issue cycles since that operation was issued (work the
-    wave had to do meanwhile hides it); vm_drains / lds_drains count the
-    waits that expose any. Loads of an earlier iteration expose none."""
+    (How long the waits take is the simulator's question: tools/gfx906_sim.py.)
+    """
     st = {"insts": len(body), "valu": 0, "fma": 0, "salu": 0, "lds_read_B": 0, "barrier": 0,
-          "dpp": 0, "swizzle": 0, "bpermute": 0, "readlane": 0, "serial16": 0, "serial": 0,
-          "vm_drains": 0, "lds_drains": 0, "vm_exposed": 0, "lds_exposed": 0}
+          "dpp": 0, "swizzle": 0, "bpermute": 0, "readlane": 0, "serial16": 0, "serial": 0}
     for w in (4, 8, 12, 16):
         st["gload%d" % w] = 0
     for w in (4, 8, 16):
         st["lds%d" % w] = 0
     pending, drained = 0, False
-    now, vm_issued, lgkm_issued = 0, [], []  # issue cycle of each memory operation of this iteration
-
-    def wait(issued, n, lat, key):
-        nonlocal now
-        if n is None or n >= len(issued):
-            return
-        stall = max(0, lat - (now - issued[len(issued) - n - 1]))
-        if stall:
-            st[key + "_drains"] += 1
-            st[key + "_exposed"] += stall
-            now += stall
 
     for _, mnem, ops, _ in body:
         if mnem.startswith("v_"):
@@ -208,11 +187,8 @@ def loop_stats(body):
             n = vmcnt(ops)
             if n is not None and (n == 0 or n < pending):
                 drained = True
-            wait(vm_issued, n, LAT_GLOBAL, "vm")
-            wait(lgkm_issued, lgkmcnt(ops), LAT_LDS, "lds")
-        if mnem.startswith("ds_") or mnem.startswith("s_load") or mnem.startswith("s_buffer_load"):
-            lgkm_issued.append(now)  # lgkmcnt counts LDS and scalar-memory operations
-        elif not mnem.startswith("s_") and not VMEM.match(mnem):
+        if not (mnem.startswith("ds_") or mnem.startswith("s_load") or mnem.startswith("s_buffer_load")) \
+                and not mnem.startswith("s_") and not VMEM.match(mnem):
             drained = False  # the wait served this consumer, not the next load
         m = GLOBAL_LOAD.match(mnem)
         if m:
@@ -225,8 +201,6 @@ def loop_stats(body):
         if VMEM.match(mnem):
             pending += 1
             drained = False
-            vm_issued.append(now)
-        now += VALU_CYCLES if mnem.startswith("v_") else OTHER_CYCLES
     return st
 
 
@@ -378,7 +352,7 @@ def analyse(outdir):
 
 
 LOOP_COLS = ["insts", "valu", "fma", "salu", "lds4", "lds8", "lds16", "lds_read_B", "gload4", "gload8",
-             "gload16", "serial", "serial16", "vm_drains", "lds_drains", "vm_exposed", "lds_exposed", "dpp", "swizzle", "bpermute", "readlane",
+             "gload16", "serial", "serial16", "dpp", "swizzle", "bpermute", "readlane",
              "barrier"]
 
 
@@ -419,23 +393,7 @@ def print_isa(kernels):
 
 
 
-# ---- the MI50 time model -------------------------------------------------------
-# Every number here is an assumption, documented in docs/performance.md ("MI50
-# (gfx906): the time model"). It is a model: static instruction counts, no caches modelled
-# beyond "shared inputs come from L2", no memory-controller or clock effects.
-CUS = 60                # MI50: 60 CUs, 4 SIMD16 each
-SIMDS = 4
-CLOCK = 1.725e9         # boost clock, Hz
-VALU_CYCLES = 4         # a wave64 VALU instruction occupies a SIMD16 for 4 cycles
-OTHER_CYCLES = 1        # SALU, LDS, memory and branch instructions: one issue cycle each
-LDS_BYTES_PER_CLK = 128 # per CU
-HBM_BYTES_PER_S = 0.8e12    # 80 % of the 1024 GB/s peak, what streaming kernels reach
-LAT_GLOBAL = 500        # cycles a wave waits for a global load (L2 hits ~300, HBM ~700: a mix)
-LAT_LDS = 64            # cycles for an LDS read to return
-PEAK_FLOPS = 13.4e12    # roofline: fp32 FMA peak (60 CUs x 64 lanes x 2 x 1.725 GHz)
-PEAK_BYTES = 1.024e12   # roofline: HBM2 peak
-LAUNCH_S = 0.0          # launch overhead is not modelled (a few us per launch on ROCm)
-
+# ---- the work of the product kernels (the floors of tools/gfx906_sim.py) --------------------
 # Qwen3-Next's Delta-Net: 16 key heads, 32 value heads of 128 x 128, chunk 64.
 H_K, H_V, D_K, D_V, CHUNK = 16, 32, 128, 128, 64
 
@@ -521,12 +479,12 @@ def work_recurrent_2cols(T, B):
 # ahead (scalar gate, no snapshots in the loop; D_k = 128: R = 8, full rows, 16-byte row runs) with two
 # state columns per group where one column per group would take more than one round (the MI50 at B = 1
 # and 4: 128 workgroups at B = 1 fill one round of 180 slots at 3 waves per SIMD), with one column
-# otherwise (no model rows; its 4 waves per SIMD are the figure the CPU build reports for the launcher's
+# otherwise (its 4 waves per SIMD are the figure the CPU build reports for the launcher's
 # choice, KDN_ROUND_WORKGROUPS); decode (T = 1) the one without the token ahead, one column per group (a
 # single token, no loop: 5 waves per SIMD or more, so that the B = 1 grid of 256 workgroups fits one round).
 # A sixth element, where present, labels a kernel's rows in the tables (default: its name): the intra
-# kernel's packed-fp16 instantiation (kF16Dot, opt-in, not the library's path) is modelled beside its
-# default one under its own label, and left out of the two-launch prefill's sum (OPT_IN).
+# kernel's packed-fp16 instantiation (kF16Dot, opt-in, not the library's path) is gated beside its
+# default one under its own label.
 PRODUCT = [("kernel_two_launch_intra", "64, true, false", 2, work_intra, ("prefill",)),
            ("kernel_two_launch_state", "64, true", 2, work_state, ("prefill",)),
            ("kernel_deltanet_recurrent", "8, true, false, false, true, true, 2", 3, work_recurrent_2cols,
@@ -535,11 +493,6 @@ PRODUCT = [("kernel_two_launch_intra", "64, true, false", 2, work_intra, ("prefi
            ("kernel_deltanet_recurrent", "8, true, false, false, true, false, 1", 5, work_recurrent, ("decode",)),
            ("kernel_two_launch_intra", "64, true, true", 2, work_intra_f16dot, ("prefill",),
             "kernel_two_launch_intra_f16dot")]
-OPT_IN = {"kernel_two_launch_intra_f16dot"}  # modelled, not part of the two-launch prefill's sum
-SHAPES = [("prefill", 1024, 1), ("prefill", 1024, 4), ("prefill", 4096, 1), ("prefill", 4096, 4),
-          ("prefill", 16384, 1), ("prefill", 16384, 4), ("decode", 1, 1), ("decode", 1, 4), ("decode", 1, 128)]
-
-
 def product_kernels(kernels):
     """(kernel, designed waves, work function, calls) of each product instantiation."""
     found = []
@@ -551,168 +504,11 @@ def product_kernels(kernels):
     return found
 
 
-def loop_costs(k):
-    """Per-FMA costs of a kernel from its innermost loops that do FMAs, each
-    weighted by its static FMA count (assumption: a loop's share of the
-    kernel's dynamic FMAs is its share of the static ones)."""
-    loops = [l for l in k["loops"] if l["inner"] and l["fma"] > 0]
-    if not loops and k["total"]["fma"]:
-        loops = [k["total"]]  # straight-line code (the decode instantiation): the whole kernel is one pass
-    fma = sum(l["fma"] for l in loops)
-    if fma == 0:
-        return None
-    issue = sum(VALU_CYCLES * l["valu"] + OTHER_CYCLES * (l["insts"] - l["valu"]) for l in loops) / fma
-    latency = sum(l["vm_exposed"] + l["lds_exposed"] for l in loops) / fma
-    lds = sum(l["lds_read_B"] for l in loops) * 64 / fma  # LDS bytes per wave FMA instruction
-    return dict(issue=issue, latency=latency, lds=lds, loops=loops)
-
-
-def model_row(k, work, T, B):
-    """One kernel at one shape. Workgroups run in rounds of `slots` (60 CUs x
-    the workgroups a CU holds); in a round, the waves sharing a SIMD take the
-    larger of their summed issue time and one wave's chain of issue plus
-    exposed latencies; a CU's LDS serves 128 B per clock; the kernel takes
-    the larger of its rounds' time and its HBM bytes at 0.8 TB/s."""
-    wg, lane_fmas, hbm, *slowest = work(T, B)
-    waves_per_wg = k["threads"] // 64
-    wg_per_cu = max(1, k["waves"] * SIMDS // waves_per_wg)
-    slots = CUS * wg_per_cu
-    full, rest = divmod(wg, slots)
-    c = loop_costs(k)
-    # FMA instructions per wave: the slowest wave's where the work function
-    # knows the kernel's lockstep imbalance, else the mean
-    fw = slowest[0] if slowest else lane_fmas / 64 / waves_per_wg
-    issue, chain = fw * c["issue"], fw * (c["issue"] + c["latency"])
-
-    def round_parts(n):  # cycles of a round of n workgroups: issue, latency, LDS
-        per_cu = -(-n // CUS)
-        resident = max(1.0, per_cu * waves_per_wg / SIMDS)
-        return resident * issue, chain, per_cu * fw * waves_per_wg * c["lds"] / LDS_BYTES_PER_CLK
-
-    parts = [full * x for x in round_parts(slots)]
-    if rest:
-        parts = [x + y for x, y in zip(parts, round_parts(rest))]
-    per_round = [max(round_parts(slots))] * full + ([max(round_parts(rest))] if rest else [])
-    compute_s = sum(per_round) / CLOCK
-    memory_s = hbm / HBM_BYTES_PER_S
-    est = max(compute_s, memory_s) + LAUNCH_S
-    named = dict(zip(("issue", "latency", "LDS"), parts))
-    bind = "memory" if memory_s >= compute_s else max(named, key=named.get)
-    roof = max(2.0 * lane_fmas * wg / PEAK_FLOPS, hbm / PEAK_BYTES)
-    us = lambda cycles: cycles / CLOCK * 1e6
-    return dict(wg=wg, slots=slots, rounds=full + (1 if rest else 0), fill=wg / ((full + (1 if rest else 0)) * slots),
-                est_us=est * 1e6, bind=bind, roof_us=roof * 1e6, issue_us=us(parts[0]), latency_us=us(parts[1]),
-                lds_us=us(parts[2]), mem_us=memory_s * 1e6)
-
-
-def model(kernels):
-    rows = []
-    for k, _, work, calls in product_kernels(kernels):
-        name = k["label"]
-        for phase, T, B in SHAPES:
-            if phase not in calls:
-                continue
-            r = model_row(k, work, T, B)
-            r.update(kernel=name, phase=phase, T=T, B=B)
-            rows.append(r)
-    return rows
-
-
-MODEL_COLS = ["kernel", "phase", "T", "B", "wg", "slots", "rounds", "fill", "issue_us", "latency_us", "lds_us",
-              "mem_us", "est_us", "bind", "roof_us"]
-
-
-def fmt(v):
-    return "%.1f" % v if isinstance(v, float) else str(v)
-
-
-def write_model_tsv(rows, path):
-    with open(path, "w") as f:
-        f.write("\t".join(MODEL_COLS) + "\n")
-        for r in rows:
-            f.write("\t".join(fmt(round(r[c], 2)) if isinstance(r[c], float) else str(r[c]) for c in MODEL_COLS)
-                    + "\n")
-
-
-def print_model(rows):
-    print("\nMI50 time model (a model, not a measurement: docs/performance.md says what it assumes; expect 1.5-2x off)")
-    print("%-27s %-7s %6s %3s %6s %5s %6s %5s %9s %9s %9s %9s %9s %-8s %9s %6s" % (
-        "kernel", "call", "T", "B", "wg", "slots", "rounds", "fill", "issue us", "latency", "LDS us", "memory",
-        "est us", "binding", "roofline", "x roof"))
-    for r in rows:
-        print("%-27s %-7s %6d %3d %6d %5d %6d %5.2f %9.1f %9.1f %9.1f %9.1f %9.1f %-8s %9.1f %6.2f" % (
-            r["kernel"], r["phase"], r["T"], r["B"], r["wg"], r["slots"], r["rounds"], r["fill"], r["issue_us"],
-            r["latency_us"], r["lds_us"], r["mem_us"], r["est_us"], r["bind"], r["roof_us"],
-            r["est_us"] / r["roof_us"]))
-    two, f16dot = {}, {}
-    for r in rows:
-        if r["kernel"] in OPT_IN:
-            f16dot[(r["T"], r["B"])] = r["est_us"]
-        elif r["kernel"] != "kernel_deltanet_recurrent":
-            e = two.setdefault((r["T"], r["B"]), [0.0, 0.0])
-            e[0] += r["est_us"]
-            e[1] += r["roof_us"]
-    for (T, B), (est, roof) in sorted(two.items()):
-        print("two-launch prefill T=%-6d B=%d: %9.1f us modelled, roofline %8.1f us (%.2fx)" % (T, B, est, roof,
-                                                                                               est / roof))
-    for (T, B), intra in sorted(f16dot.items()):
-        fp32 = next(r["est_us"] for r in rows if r["kernel"] == "kernel_two_launch_intra" and (r["T"], r["B"]) == (T, B))
-        est = two[(T, B)][0]
-        print("  with the opt-in f16dot intra kernel: %9.1f us (intra %.1f -> %.1f us, %.1f %% of the prefill)" % (
-            est - fp32 + intra, fp32, intra, 100 * (fp32 - intra) / est))
-
-
-
 # ---- gates (make test, where hipcc exists) ---------------------------------------
-MODEL_TABLE = os.path.join(ROOT, "results/gfx906-model.tsv")
-LOOP_TABLE = os.path.join(ROOT, "results/gfx906-loops.tsv")
-REGRESSION = 1.10
-
-
-def loop_cost(l):
-    """Cycles of one iteration of a loop for one wave: issue plus the latencies its waits expose."""
-    return VALU_CYCLES * l["valu"] + OTHER_CYCLES * (l["insts"] - l["valu"]) + l["vm_exposed"] + l["lds_exposed"]
-
-
-def write_loop_table(kernels, path):
-    with open(path, "w") as f:
-        f.write("kernel\tloop\tinner\tinsts\tvalu\tfma\tserial16\tvm_drains\tlds_drains\tcycles\n")
-        for k, _, _, calls in product_kernels(kernels):
-            for l in k["loops"] if calls else ():
-                f.write("%s\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\t%d\n" % (
-                    k["label"], l["index"], l["inner"], l["insts"], l["valu"], l["fma"],
-                    l["serial16"], l["vm_drains"], l["lds_drains"], loop_cost(l)))
-
-
-def read_tsv(path):
-    with open(path) as f:
-        head = f.readline().rstrip("\n").split("\t")
-        return [dict(zip(head, line.rstrip("\n").split("\t"))) for line in f if line.strip()]
-
-
-def worst_loop(k, old_loops):
-    """The loop of k whose iteration cost grew most against the committed table."""
-    name = k["label"]
-    old = {int(r["loop"]): int(r["cycles"]) for r in old_loops if r["kernel"] == name}
-    best, grow = None, -1
-    for l in k["loops"]:
-        if not (l["inner"] and l["fma"]):
-            continue
-        g = loop_cost(l) - old.get(l["index"], 0)
-        if g > grow:
-            best, grow = l, g
-    if best is None:
-        return "no FMA loop"
-    return "loop %d at 0x%x (%d -> %d cycles per iteration)" % (
-        best["index"], best["start"], old.get(best["index"], 0), loop_cost(best))
-
-
-def check(kernels, rows):
-    """The gates: every kernel without scratch and within 64 KB of LDS; each
-    product kernel at its designed waves per SIMD, with no serialised 16-byte
-    global load in any loop; no product kernel's modelled time more than 10 %
-    over the committed table (results/gfx906-model.tsv; make isa-baseline
-    rewrites it with results/gfx906-loops.tsv). Returns the failures."""
+def check(kernels):
+    """The static gates: every kernel without scratch and within 64 KB of LDS; each product kernel at
+    its designed waves per SIMD, with no serialised 16-byte global load in any loop (the simulated
+    time gate is tools/gfx906_sim.py check). Returns the failures."""
     fails = []
     for k in kernels:
         if k["scratch"]:
@@ -727,76 +523,27 @@ def check(kernels, rows):
             if l["serial16"]:
                 fails.append("%s: loop %d at 0x%x issues %d of its %d 16-byte loads right after a wait that drains "
                              "the earlier loads" % (k["pretty"], l["index"], l["start"], l["serial16"], l["gload16"]))
-    old = {(r["kernel"], r["phase"], r["T"], r["B"]): float(r["est_us"]) for r in read_tsv(MODEL_TABLE)}
-    old_loops = read_tsv(LOOP_TABLE)
-    by_call = {(k["label"], phase): k for k, _, _, calls in product_kernels(kernels) for phase in calls}
-    for r in rows:
-        key = (r["kernel"], r["phase"], str(r["T"]), str(r["B"]))
-        if key not in old:
-            fails.append("%s %s T=%d B=%d: not in %s (make isa-baseline)" % (r["kernel"], r["phase"], r["T"], r["B"],
-                                                                             os.path.relpath(MODEL_TABLE, ROOT)))
-        elif r["est_us"] > REGRESSION * old[key]:
-            fails.append("%s %s T=%d B=%d: modelled %.1f us, %.0f %% over the committed %.1f us; %s" % (
-                r["kernel"], r["phase"], r["T"], r["B"], r["est_us"], 100 * (r["est_us"] / old[key] - 1), old[key],
-                worst_loop(by_call[(r["kernel"], r["phase"])], old_loops)))
-    return fails
-
-
-def selftest():
-    """The latency rule of loop_stats on hand-made loop bodies whose stalls
-    are worked out by hand (run by `check`). Returns the failures."""
-    load = (0, "global_load_dwordx4", "v[0:3], v[4:5], off", None)
-    lds = (0, "ds_read_b128", "v[0:3], v4", None)
-    valu = (0, "v_fmac_f32_e32", "v8, v9, v10", None)
-    wait = lambda ops: (0, "s_waitcnt", ops, None)
-    cases = [  # (what, body, key, exposed cycles, waits that expose any)
-        ("a load used at once", [load, wait("vmcnt(0)"), valu], "vm", LAT_GLOBAL - 1, 1),
-        ("a load behind 100 VALU instructions", [load] + [valu] * 100 + [wait("vmcnt(0)")], "vm",
-         LAT_GLOBAL - 1 - 4 * 100, 1),
-        ("a load behind more work than its latency", [load] + [valu] * 200 + [wait("vmcnt(0)")], "vm", 0, 0),
-        ("two loads waited one by one", [load, load, wait("vmcnt(1)"), valu, wait("vmcnt(0)")], "vm",
-         LAT_GLOBAL - 2, 1),
-        ("a wait for two loads 50 VALU instructions apart", [load] + [valu] * 50 + [load, wait("vmcnt(0)")], "vm",
-         LAT_GLOBAL - 1, 1),
-        ("a wait for an earlier iteration's load", [wait("vmcnt(0)"), valu], "vm", 0, 0),
-        ("an LDS read behind 16 FMAs", [lds] + [valu] * 16 + [wait("lgkmcnt(0)")], "lds", 0, 0),
-        ("an LDS read used at once", [lds, wait("lgkmcnt(0)")], "lds", LAT_LDS - 1, 1),
-    ]
-    fails = []
-    for what, body, key, exposed, drains in cases:
-        st = loop_stats(body)
-        if (st[key + "_exposed"], st[key + "_drains"]) != (exposed, drains):
-            fails.append("model selftest, %s: %s_exposed %d, %s_drains %d; expected %d, %d" % (
-                what, key, st[key + "_exposed"], key, st[key + "_drains"], exposed, drains))
     return fails
 
 
 def main(argv):
     cmd = argv[1] if len(argv) > 1 else "report"
-    if cmd not in ("report", "check", "baseline"):
-        sys.exit("usage: tools/gfx906_isa.py [report|check|baseline]")
+    if cmd not in ("report", "check"):
+        sys.exit("usage: tools/gfx906_isa.py [report|check]")
     out = os.path.join(ROOT, "build/isa")
     ks = analyse(out)
     write_isa_tsv(ks, os.path.join(out, "isa.tsv"))
-    rows = model(ks)
-    write_model_tsv(rows, os.path.join(out, "model.tsv"))
     if cmd == "report":
         print_isa(ks)
-        print_model(rows)
-        print("\nTSV: build/isa/isa.tsv (every kernel and loop), build/isa/model.tsv (the model)")
-    elif cmd == "baseline":
-        write_model_tsv(rows, MODEL_TABLE)
-        write_loop_table(ks, LOOP_TABLE)
-        print("wrote %s and %s" % (os.path.relpath(MODEL_TABLE, ROOT), os.path.relpath(LOOP_TABLE, ROOT)))
-    else:
-        fails = selftest() + check(ks, rows)
-        for f in fails:
-            print("gfx906 gate: " + f, file=sys.stderr)
-        if fails:
-            return 1
-        print("gfx906 ISA gates: %d kernels without scratch and within 64 KB of LDS; product kernels at their "
-              "waves per SIMD, no serialised 16-byte loads in their loops, modelled times within %d %% of %s" % (
-                  len(ks), round(100 * (REGRESSION - 1)), os.path.relpath(MODEL_TABLE, ROOT)))
+        print("\nTSV: build/isa/isa.tsv (every kernel and loop)")
+        return 0
+    fails = check(ks)
+    for f in fails:
+        print("gfx906 gate: " + f, file=sys.stderr)
+    if fails:
+        return 1
+    print("gfx906 ISA gates: %d kernels without scratch and within 64 KB of LDS; product kernels at their "
+          "waves per SIMD, no serialised 16-byte loads in their loops" % len(ks))
     return 0
 
 

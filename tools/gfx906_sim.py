@@ -39,10 +39,12 @@ scheduler's dispatch order beyond round robin.
 
 Python 3 standard library only.
 """
+import hashlib
 import math
 import os
 import re
 import struct
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -1748,6 +1750,273 @@ def within(v, lo, hi, tol=0.10):
     return lo * (1 - tol) <= v <= hi * (1 + tol)
 
 
+# ---- the product: what kdn_gated_delta_net launches, simulated -----------------------------------
+# Qwen3-Next's Delta-Net layer: 16 key heads, 32 value heads, D_k = D_v = 128.
+SHAPES = [(1, 1), (1, 4), (1, 128), (64, 1), (64, 4), (512, 1), (512, 4), (1024, 1), (1024, 4), (4096, 1),
+          (4096, 4), (16384, 1), (16384, 4)]
+PATHS = (("recurrent", "recurrent"), ("two-launch", "chunked"), ("auto", "auto"))
+PEAK_FLOPS = 13.4e12   # the floors: fp32 FMA peak (60 CUs x 64 lanes x 2 x 1.725 GHz)
+PEAK_HBM = 0.86e12     # and sustained HBM bandwidth
+PRODUCT_SRC = ("deltanet_recurrent", "deltanet_two_launch", "gather")
+LAUNCHES_SRC = ["kernels/gated_delta_net.c"] + ["kernels/%s.cpp" % f for f in PRODUCT_SRC]
+
+
+def launches_tool():
+    """Builds tools/gfx906_launches (host C/C++, the CPU backend) under build/sim; returns its path."""
+    out = os.path.join(isa.ROOT, "build/sim")
+    exe = os.path.join(out, "launches")
+    deps = LAUNCHES_SRC + ["tools/gfx906_launches.cpp", "tools/gfx906_launches.h", "kernels/backend/simt_cpu.cpp",
+                           "kernels/backend/runtime_cpu.cpp"]
+    if os.path.exists(exe) and all(os.path.getmtime(exe) >= os.path.getmtime(os.path.join(isa.ROOT, d))
+                                   for d in deps):
+        return exe
+    os.makedirs(out, exist_ok=True)
+    objs = []
+    cxx, cc = os.environ.get("CXX", "g++"), os.environ.get("CC", "cc")
+    for src in LAUNCHES_SRC:
+        o = os.path.join(out, os.path.basename(src) + ".o")
+        if src.endswith(".c"):
+            cmd = [cc, "-std=c11", "-O1", "-DKDN_BACKEND_CPU", "-I" + isa.ROOT, "-c", src, "-o", o]
+        else:
+            cmd = [cxx, "-std=c++17", "-O1", "-DKDN_BACKEND_CPU", "-I" + isa.ROOT, "-include",
+                   "tools/gfx906_launches.h", "-c", src, "-o", o]
+        subprocess.run(cmd, check=True, cwd=isa.ROOT)
+        objs.append(o)
+    subprocess.run([cxx, "-std=c++17", "-O1", "-DKDN_BACKEND_CPU", "-I" + isa.ROOT, "tools/gfx906_launches.cpp"] + objs +
+                   ["kernels/backend/simt_cpu.cpp", "kernels/backend/runtime_cpu.cpp", "-o", exe], check=True,
+                   cwd=isa.ROOT)
+    return exe
+
+
+def recorded_launches(path, T, B):
+    """[(kernel name with template arguments, grid, block, LDS bytes, argument bytes)] of one call."""
+    out = subprocess.run([launches_tool(), path, str(T), str(B)], check=True, capture_output=True, text=True).stdout
+    rows = []
+    for line in out.splitlines():
+        name, grid, block, lds, hexa = line.split("\t")
+        rows.append((name, tuple(int(v) for v in grid.split()), tuple(int(v) for v in block.split()), int(lds),
+                     bytes.fromhex(hexa)))
+    return rows
+
+
+def floor_work(name, T, B):
+    """(flops, compulsory HBM bytes) of a product kernel at the Qwen3-Next shape."""
+    short = name.split("<")[0]
+    if short == "kernel_gather_strided":
+        return 0.0, 2.0 * T * B * isa.H_K * isa.D_K * 4
+    if short == "kernel_two_launch_intra":
+        wg, fmas, nbytes, _ = isa.work_intra(T, B)
+        return 2.0 * wg * fmas, float(nbytes)
+    if short == "kernel_two_launch_state":
+        wg, fmas, nbytes = isa.work_state(T, B)
+        return 2.0 * wg * fmas, float(nbytes)
+    if short == "kernel_deltanet_recurrent":
+        wg, fmas, nbytes, _ = isa.work_recurrent(T, B)
+        return 2.0 * wg * fmas, float(nbytes)
+    raise KeyError(name)
+
+
+def floor_us(flops, nbytes):
+    return max(flops / PEAK_FLOPS, nbytes / PEAK_HBM) * 1e6
+
+
+def code_key(code):
+    """What a kernel's simulated time depends on: its instructions, resources and the simulator."""
+    h = hashlib.sha1()
+    for x in code.insts:
+        h.update(("%s %s %s\n" % (x.mnem, x.text, x.tgt)).encode())
+    h.update(repr(sorted((k, v) for k, v in code.meta.items() if k != "args")).encode())
+    h.update(SIM_VERSION.encode())
+    return h.hexdigest()[:16]
+
+
+# The simulator's rules, versioned: raise it with every change that can move a simulated time (the
+# gate then simulates every kernel again instead of taking the table's times for unchanged code).
+SIM_VERSION = "1"
+
+
+class Objects:
+    """The product code objects of one toolchain: kernels by their demangled name<template args>."""
+
+    def __init__(self, co_files):
+        self.by_name = {}
+        for co in co_files:
+            ks = load(co)
+            pretty = isa.demangle(list(ks))
+            for sym, code in ks.items():
+                self.by_name[re.sub(r"^void ", "", pretty[sym]).split("(")[0]] = code
+
+    def get(self, name):
+        if name not in self.by_name:
+            raise KeyError("kernel %s not in the code objects" % name)
+        return self.by_name[name]
+
+
+CACHE = {}
+
+
+def simulate_cached(code, launch):
+    key = (code_key(code), launch.grid, launch.block, launch.lds, launch.args, launch.hbm_bytes)
+    if key not in CACHE:
+        CACHE[key] = summarise(simulate(code, launch))
+    return CACHE[key]
+
+
+def summarise(res):
+    """The numbers the tables keep of a SimResult: time, binding resource, the slowest wave's stalls
+    by loop and cause in the round that costs most."""
+    count, size, clocks, cu = max(res.rounds, key=lambda r: r[0] * r[2])
+    hbm_clocks = res.hbm_us * 1e-6 * CLOCK * size / res.wgs
+    slow = max(cu.waves, key=lambda w: w.end)
+    stalls = {}
+    for (loop, cause), v in slow.stall.items():
+        key = ("-" if loop is None else "0x%x" % cu.code.insts[loop].addr, cause)
+        stalls[key] = stalls.get(key, 0) + v
+    shares = {"VALU": max(cu.valu_busy) / clocks, "LDS": cu.lds_busy / clocks, "vmem": cu.vmem_busy / clocks}
+    for cause in ("wait", "barrier"):
+        shares[{"wait": "waits", "barrier": "barrier"}[cause]] = sum(v for (l, c), v in stalls.items()
+                                                                     if c == cause) / clocks
+    binding = "HBM" if hbm_clocks >= clocks else max(shares, key=shares.get)
+    if res.rounds[-1][1] < res.slots and len(res.rounds) > 1 and res.rounds[-1][2] > 0.5 * clocks \
+            and res.rounds[-1][1] < 0.5 * res.slots and binding != "HBM" and count == 1:
+        binding = "rounds"
+    return dict(us=res.us, binding=binding, stalls=stalls, unknown=res.unknown, rounds=len(res.rounds),
+                per_cu=res.per_cu)
+
+
+def product_rows(objects, toolchain, shapes=SHAPES, paths=PATHS):
+    """Rows (toolchain, path, kernel, T, B, simulated_us, floor_us, binding, stalls) per launch and per
+    path total."""
+    rows = []
+    for T, B in shapes:
+        for label, path in paths:
+            total, total_floor = 0.0, 0.0
+            for name, grid, block, lds, args in recorded_launches(path, T, B):
+                flops, nbytes = floor_work(name, T, B)
+                r = simulate_cached(objects.get(name), Launch(grid, block, lds, args, hbm_bytes=nbytes))
+                f = floor_us(flops, nbytes)
+                rows.append(dict(toolchain=toolchain, path=label, kernel=name.replace(" ", ""), T=T, B=B,
+                                 us=r["us"], floor=f, binding=r["binding"], stalls=r["stalls"],
+                                 unknown=r["unknown"]))
+                total += r["us"]
+                total_floor += f
+            rows.append(dict(toolchain=toolchain, path=label, kernel="total", T=T, B=B, us=total, floor=total_floor,
+                             binding="-", stalls={}, unknown=0))
+    return rows
+
+
+SIM_COLS = ["toolchain", "path", "kernel", "T", "B", "simulated_us", "floor_us", "binding"]
+
+
+def print_rows(rows):
+    print("MI50 (gfx906) simulation -- a simulation, not a measurement (docs/performance.md, 'MI50 simulator')")
+    print("%-9s %-10s %-58s %6s %4s %11s %9s  %s" % ("toolchain", "path", "kernel", "T", "B", "simulated us",
+                                                     "floor us", "binding"))
+    for r in rows:
+        print("%-9s %-10s %-58s %6d %4d %11.1f %9.1f  %s%s" % (r["toolchain"], r["path"], r["kernel"][:58], r["T"],
+                                                              r["B"], r["us"], r["floor"], r["binding"],
+                                                              "  (%d unknown branches)" % r["unknown"]
+                                                              if r["unknown"] else ""))
+
+
+# ---- the gate (make test): no product kernel's simulated time more than 5 % over the table --------
+SIM_TABLE = os.path.join(isa.ROOT, "results/gfx906-sim.tsv")
+LOOPS_TABLE = os.path.join(isa.ROOT, "results/gfx906-sim-loops.tsv")
+CODE_TABLE = os.path.join(isa.ROOT, "results/gfx906-sim-code.tsv")
+REGRESSION = 1.05
+GATE_SHAPES = {(1, 1), (64, 1)}
+
+
+def read_tsv(path):
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        head = f.readline().rstrip("\n").split("\t")
+        return [dict(zip(head, line.rstrip("\n").split("\t"))) for line in f if line.strip()]
+
+
+def merge_tsv(path, head, rows, toolchain):
+    """Rewrites a results table with this toolchain's rows replaced by rows (lists of strings)."""
+    keep = [r for r in read_tsv(path) if r["toolchain"] != toolchain]
+    with open(path, "w") as f:
+        f.write("\t".join(head) + "\n")
+        for r in keep:
+            f.write("\t".join(r[h] for h in head) + "\n")
+        for r in rows:
+            f.write("\t".join(str(v) for v in r) + "\n")
+
+
+def save_tables(rows, objects, toolchain):
+    merge_tsv(SIM_TABLE, SIM_COLS, [[r["toolchain"], r["path"], r["kernel"], r["T"], r["B"], "%.1f" % r["us"],
+                                     "%.1f" % r["floor"], r["binding"]] for r in rows], toolchain)
+    loops, seen = [], set()
+    for r in rows:
+        key = (r["kernel"], r["T"], r["B"])
+        if r["kernel"] != "total" and key not in seen:
+            seen.add(key)
+            loops += [[toolchain, r["kernel"], r["T"], r["B"], loop, cause, round(v)]
+                      for (loop, cause), v in sorted(r["stalls"].items())]
+    merge_tsv(LOOPS_TABLE, ["toolchain", "kernel", "T", "B", "loop", "cause", "clocks"], loops, toolchain)
+    names = sorted({r["kernel"] for r in rows if r["kernel"] != "total"})
+    merge_tsv(CODE_TABLE, ["toolchain", "kernel", "code"],
+              [[toolchain, n, code_key(objects.get(n.replace(",", ", ")))] for n in names], toolchain)
+
+
+def worst_loop(toolchain, kernel, T, B, stalls):
+    """The loop and cause whose stall clocks grew most against the committed loop table."""
+    old = {(r["loop"], r["cause"]): int(r["clocks"]) for r in read_tsv(LOOPS_TABLE)
+           if (r["toolchain"], r["kernel"], r["T"], r["B"]) == (toolchain, kernel, str(T), str(B))}
+    grow = {k: v - old.get(k, 0) for k, v in stalls.items()}
+    if not grow:
+        return "no loop stalls recorded"
+    (loop, cause), g = max(grow.items(), key=lambda kv: kv[1])
+    return "loop at %s grew most: %s +%d clocks (of the slowest wave)" % (loop, {"wait": "waits", "issue": "issue",
+                                                                                "barrier": "barrier"}.get(cause, cause),
+                                                                         g)
+
+
+def check(objects, toolchain):
+    """Fails when a product kernel's simulated time grew more than 5 % against results/gfx906-sim.tsv.
+    A kernel whose code (and the simulator) is what the table was made from has the table's times
+    (the simulation is deterministic); one that changed is simulated again at the gate's shapes."""
+    rows = [r for r in read_tsv(SIM_TABLE) if r["toolchain"] == toolchain and r["kernel"] != "total"]
+    if not rows:
+        return None
+    keys = {r["kernel"]: r["code"] for r in read_tsv(CODE_TABLE) if r["toolchain"] == toolchain}
+    fails, checked, done = [], 0, set()
+    for r in rows:
+        name = r["kernel"].replace(",", ", ")
+        T, B = int(r["T"]), int(r["B"])
+        try:
+            code = objects.get(name)
+        except KeyError:
+            fails.append("%s: not in the code objects (the table has it)" % name)
+            continue
+        if keys.get(r["kernel"]) == code_key(code) or (T, B) not in GATE_SHAPES or (name, T, B) in done:
+            continue
+        done.add((name, T, B))
+        path = {"recurrent": "recurrent", "two-launch": "chunked", "auto": "auto"}[r["path"]]
+        for lname, grid, block, lds, args in recorded_launches(path, T, B):
+            if lname != name:
+                continue
+            flops, nbytes = floor_work(name, T, B)
+            got = simulate_cached(code, Launch(grid, block, lds, args, hbm_bytes=nbytes))
+            checked += 1
+            old = float(r["simulated_us"])
+            if got["us"] > REGRESSION * old:
+                fails.append("%s T=%d B=%d: simulated %.1f us, %.0f %% over the committed %.1f us; %s" % (
+                    name, T, B, got["us"], 100 * (got["us"] / old - 1), old,
+                    worst_loop(toolchain, r["kernel"], T, B, got["stalls"])))
+    return fails, checked
+
+
+def toolchain_name():
+    """'rocm' + the HIP version hipcc reports (major.minor), e.g. rocm5.2."""
+    out = subprocess.run([isa.tool("HIPCC", "hipcc"), "--version"], capture_output=True, text=True).stdout
+    m = re.search(r"HIP version: (\d+\.\d+)", out)
+    return "rocm" + m.group(1) if m else "rocm"
+
+
 def main(argv):
     cmd = argv[1] if len(argv) > 1 else ""
     if cmd == "selftest":
@@ -1772,6 +2041,35 @@ def main(argv):
                                                                     "" if within(v, lo, hi) else "  OUTSIDE 10 %"))
         print("wrote %s" % os.path.relpath(path, isa.ROOT))
         return 1 if bad else 0
+    if cmd in ("table", "check"):
+        # tools/gfx906_sim.py table|check [TOOLCHAIN CO_DIR]: default the local hipcc's, build/isa
+        toolchain = argv[2] if len(argv) > 3 else toolchain_name()
+        co_dir = argv[3] if len(argv) > 3 else os.path.join(isa.ROOT, "build/isa")
+        objects = Objects([os.path.join(co_dir, f + ".co") for f in PRODUCT_SRC])
+        if cmd == "check":
+            res = check(objects, toolchain)
+            if res is None:
+                print("gfx906 simulator gate: no %s rows in %s, skipped" % (toolchain, os.path.relpath(SIM_TABLE,
+                                                                                                isa.ROOT)))
+                return 0
+            fails, checked = res
+            for f in fails:
+                print("gfx906 simulator gate: " + f, file=sys.stderr)
+            if not fails:
+                print("gfx906 simulator gate (%s): no product kernel's simulated time more than %d %% over %s "
+                      "(%d rows simulated again, the rest unchanged code)" % (
+                          toolchain, round(100 * (REGRESSION - 1)), os.path.relpath(SIM_TABLE, isa.ROOT), checked))
+            return 1 if fails else 0
+        shapes = SHAPES
+        if os.environ.get("SIM_SHAPES"):  # e.g. "4096:1 1:1"
+            shapes = [tuple(int(v) for v in w.split(":")) for w in os.environ["SIM_SHAPES"].split()]
+        rows = product_rows(objects, toolchain, shapes=shapes)
+        print_rows(rows)
+        save_tables(rows, objects, toolchain)
+        print("wrote %s (%s rows), %s, %s" % (os.path.relpath(SIM_TABLE, isa.ROOT), toolchain,
+                                            os.path.relpath(LOOPS_TABLE, isa.ROOT), os.path.relpath(CODE_TABLE,
+                                                                                                   isa.ROOT)))
+        return 0
     sys.exit(__doc__)
 
 
