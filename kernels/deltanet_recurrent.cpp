@@ -161,7 +161,7 @@ __device__ __forceinline__ void load_token(TokenIn<R, kKda, kCols> &x, const Tok
 // snapshot slot `slot`; s_off is the first column's offset, dv[i] column i's
 // distance from it.
 template <int R, bool kFull, bool kVec, int kCols>
-__device__ __forceinline__ void store_states(const KdnRecurrentCall &c, const float S[kCols][R], int slot,
+__device__ __forceinline__ void store_states(const KdnLayerCall &c, const float S[kCols][R], int slot,
                                              size_t s_off, int n_rows, const bool col_ok[kCols],
                                              const int dv[kCols]) {
     const size_t slot_floats = (size_t)c.s.D_k * c.s.D_v * c.s.H_v * c.s.n_seqs;
@@ -183,7 +183,7 @@ __device__ __forceinline__ void store_states(const KdnRecurrentCall &c, const fl
 // needs 36 VGPRs on gfx906 (7 waves per SIMD; 50 with the loop, 4 waves:
 // the B = 1 grid then took two rounds of 240 slots).
 template <int R, bool kFull, bool kKda, bool kSnap, bool kVec, bool kAhead, int kCols>
-__global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurrentCall c) {
+__global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnLayerCall c) {
     const int T = c.s.T, H_k = c.s.H_k, H_v = c.s.H_v, D_k = c.s.D_k, D_v = c.s.D_v;
     const int tid = (int)threadIdx.x;
     // lane % kGroup (groups are aligned inside the wave) picks the lane's rows
@@ -279,7 +279,7 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnRecurr
 
 const KdnLimits kdn_recurrent_limits = {kMaxDk, {0, 0}};
 
-static const char *unsupported(const KdnRecurrentCall *c) {
+static const char *unsupported(const KdnLayerCall *c) {
     const KdnShape *s = &c->s;
     const char *why = kdn_layer_shape_unsupported(s);
     if (why) return why;
@@ -290,7 +290,7 @@ static const char *unsupported(const KdnRecurrentCall *c) {
 
 // The grid of a launch with kCols columns per group: a workgroup per
 // 16 x kCols columns of one head of one sequence.
-static dim3 grid_of(const KdnRecurrentCall *c, int cols) {
+static dim3 grid_of(const KdnLayerCall *c, int cols) {
     return dim3((unsigned)KDN_CEIL_DIV(c->s.D_v, cols * kColsPerBlock), (unsigned)c->s.H_v, (unsigned)c->s.n_seqs);
 }
 
@@ -305,7 +305,7 @@ static dim3 grid_of(const KdnRecurrentCall *c, int cols) {
 // the per-token chain of shuffles: on the H100 it was 10-18 % faster at B = 1
 // and the two-column one 0-7 % faster at B = 4 (docs/performance.md).
 template <int R, bool kFull, bool kVec>
-static bool prompt_two_cols(const KdnRecurrentCall *c) {
+static bool prompt_two_cols(const KdnLayerCall *c) {
     // gfx906_per_cu 4: the one-column kernel at D_k = 128 has 56 VGPRs, 4 waves
     // per SIMD, workgroups of 4 waves (the ISA gate holds it to that)
     static const int round =
@@ -318,7 +318,7 @@ static bool prompt_two_cols(const KdnRecurrentCall *c) {
 // two columns per group, above), scalar gate with snapshots, KDA gate (with or
 // without snapshots).
 template <int R, bool kFull, bool kVec>
-static void launch(const KdnRecurrentCall *c) {
+static void launch(const KdnLayerCall *c) {
     const dim3 block(kBlock);
     if (c->kda)
         KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, true, true, kVec, true, 1>), grid_of(c, 1), block, 0, *c);
@@ -340,28 +340,21 @@ static bool strides_of4(const long st[3]) { return st[0] % 4 == 0 && st[1] % 4 =
 // writes to start on 16 bytes: D_k a multiple of 4 (the state's columns and
 // snapshot slots), aligned base pointers and key/query (and KDA gate) strides
 // in multiples of 4 floats. Views that are not fall back to single floats.
-static bool vector_rows_ok(const KdnRecurrentCall *c) {
+static bool vector_rows_ok(const KdnLayerCall *c) {
     return c->s.D_k % 4 == 0 && aligned16(c->state_in) && aligned16(c->snapshots) && aligned16(c->k) &&
            aligned16(c->q) && strides_of4(c->k_st) && strides_of4(c->q_st) &&
            (!c->kda || (aligned16(c->g) && strides_of4(c->g_st)));
 }
 
 template <int R, bool kFull>
-static void launch_rows(const KdnRecurrentCall *c) {
+static void launch_rows(const KdnLayerCall *c) {
     if (vector_rows_ok(c)) launch<R, kFull, true>(c);
     else launch<R, kFull, false>(c);
 }
 
-// Strides of a contiguous [D, H, T, n_seqs] tensor for dims 1..3, in floats.
-static void contiguous(long st[3], long D, long H, long T) {
-    st[0] = D;
-    st[1] = D * H;
-    st[2] = D * H * T;
-}
-
 extern "C" {
 
-void kdn_deltanet_recurrent_call(const KdnRecurrentCall *c) {
+void kdn_deltanet_recurrent_call(const KdnLayerCall *c) {
     const char *why = c ? unsupported(c) : "no call";
     if (why) {
         kdn_launch_refused("kernel_deltanet_recurrent", why);
@@ -382,17 +375,7 @@ void kdn_deltanet_recurrent(const KdnShape *s, const float *q, const float *k, c
         kdn_launch_refused("kernel_deltanet_recurrent", "no shape");
         return;
     }
-    KdnRecurrentCall c = {};
-    c.s = *s;
-    c.q = q, c.k = k, c.v = v, c.g = g, c.beta = beta, c.state_in = state_in;
-    contiguous(c.q_st, s->D_k, s->H_k, s->T);
-    contiguous(c.k_st, s->D_k, s->H_k, s->T);
-    contiguous(c.v_st, s->D_v, s->H_v, s->T);
-    contiguous(c.g_st, 1, s->H_v, s->T);
-    contiguous(c.beta_st, 1, s->H_v, s->T);
-    c.q_scale = 1.0f;
-    c.K = 1;
-    c.o = o, c.snapshots = state_out;
+    const KdnLayerCall c = kdn_layer_contiguous(s, q, k, v, g, beta, state_in, o, state_out);
     kdn_deltanet_recurrent_call(&c);
 }
 

@@ -555,7 +555,8 @@ template <int C, bool kVec>
 __global__ __launch_bounds__(kStateThreads) void kernel_two_launch_state(
     const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ gamma,
     const float *__restrict__ U, const float *__restrict__ W, const float *__restrict__ P, const float *state_in,
-    float *state_out, float *__restrict__ o, int T, int H_k, int H_v, int D_k, int D_v, int head_map, int c0, int c1) {
+    float *state_out, float *__restrict__ o, int T, int H_k, int H_v, int D_k, int D_v, int head_map, int c0, int c1,
+    float q_scale) {
     KDN_DYNAMIC_SHARED(double, lds_raw);
     StateLds<C> &L = *(StateLds<C> *)lds_raw;
     const int RT = C / kRowGroups; // token rows per thread in G1 and G2
@@ -658,9 +659,12 @@ __global__ __launch_bounds__(kStateThreads) void kernel_two_launch_state(
                         for (int b = 0; b < 4; b++) xq[a][b] = fmaf(p4[st][a][e], v4[b], xq[a][b]); // mutate: state_out
                 }
         }
+        // o is linear in q: ggml's scale of q is one multiply here.
         KDN_UNROLL
         for (int a = 0; a < RT; a++) {
             const int row = rg * RT + a;
+            KDN_UNROLL
+            for (int b = 0; b < 4; b++) xq[a][b] *= q_scale; // mutate: two_launch_q_scale
             if (row < n) store4<kVec>(o + ((tok0 + row) * H_v + h) * D_v + b0 + cq, ncols, xq[a]);
         }
         __syncthreads();
@@ -786,27 +790,27 @@ extern "C" void kdn_two_launch_intra_f16dot(const KdnShape *s, const float *q, c
 template <int C, bool kVec>
 static void launch_state(const KdnShape *s, int c0, int c1, const float *q, const float *k, const float *gamma,
                          const float *U, const float *W, const float *P, const float *state_in, float *state_out,
-                         float *o) {
+                         float *o, float q_scale) {
     static_assert(sizeof(StateLds<C>) <= 64 * 1024, "gfx906 has 64 KB of LDS per workgroup");
     dim3 grid((unsigned)KDN_CEIL_DIV(s->D_v, kBV), (unsigned)s->H_v, (unsigned)s->n_seqs);
     KDN_ALLOW_LDS((kernel_two_launch_state<C, kVec>), sizeof(StateLds<C>));
     KDN_LAUNCH((kernel_two_launch_state<C, kVec>), grid, dim3(kStateThreads), sizeof(StateLds<C>), q, k, gamma, U,
-               W, P, state_in, state_out, o, s->T, s->H_k, s->H_v, s->D_k, s->D_v, s->head_map, c0, c1);
+               W, P, state_in, state_out, o, s->T, s->H_k, s->H_v, s->D_k, s->D_v, s->head_map, c0, c1, q_scale);
 }
 
 template <int C>
 static void launch_state_c(const KdnShape *s, bool vec, int c0, int c1, const float *q, const float *k,
                            const float *gamma, const float *U, const float *W, const float *P, const float *state_in,
-                           float *state_out, float *o) {
+                           float *state_out, float *o, float q_scale) {
     if (vec)
-        launch_state<C, true>(s, c0, c1, q, k, gamma, U, W, P, state_in, state_out, o);
+        launch_state<C, true>(s, c0, c1, q, k, gamma, U, W, P, state_in, state_out, o, q_scale);
     else
-        launch_state<C, false>(s, c0, c1, q, k, gamma, U, W, P, state_in, state_out, o);
+        launch_state<C, false>(s, c0, c1, q, k, gamma, U, W, P, state_in, state_out, o, q_scale);
 }
 
 extern "C" void kdn_two_launch_state(const KdnShape *s, int c0, int c1, const float *q, const float *k,
                                        const float *gamma, const float *U, const float *W, const float *P,
-                                       const float *state_in, float *state_out, float *o) {
+                                       const float *state_in, float *state_out, float *o, float q_scale) {
     const char *why = unsupported(s);
     if (!why && (c0 < 0 || c1 < c0 || c1 > KDN_CEIL_DIV(s->T, s->chunk))) why = "chunk range outside 0..n_chunks";
     const void *ptrs[] = {q, k, U, W, P, state_in, state_out, o};
@@ -814,7 +818,7 @@ extern "C" void kdn_two_launch_state(const KdnShape *s, int c0, int c1, const fl
     if (why)
         kdn_launch_refused("kernel_two_launch_state", why);
     else if (s->chunk == 32)
-        launch_state_c<32>(s, vec, c0, c1, q, k, gamma, U, W, P, state_in, state_out, o);
+        launch_state_c<32>(s, vec, c0, c1, q, k, gamma, U, W, P, state_in, state_out, o, q_scale);
     else
-        launch_state_c<64>(s, vec, c0, c1, q, k, gamma, U, W, P, state_in, state_out, o);
+        launch_state_c<64>(s, vec, c0, c1, q, k, gamma, U, W, P, state_in, state_out, o, q_scale);
 }

@@ -3,8 +3,6 @@
  * chunked kernels cannot read as they are, and enqueues the kernels on the
  * caller's stream. docs/api.md describes the dispatch and what each route
  * costs. Host C: the kernels are reached through kdn.h's launchers only. */
-#include "gated_delta_net.h"
-
 #include "kdn.h"
 
 #include <limits.h>
@@ -85,11 +83,9 @@ int kdn_gdn_recurrent_max_t(int n_seqs) {
     return c->rows[i].max_t;
 }
 
-int kdn_auto_recurrent_max_t(int n_seqs) { return kdn_gdn_recurrent_max_t(n_seqs); }
-
 const char *kdn_gdn_backend(void) { return kdn_backend(); }
 
-/* ---- the two-launch chunked form and the automatic choice (internal C face) */
+/* ---- the dispatch (kdn.h) ------------------------------------------------ */
 static size_t n_chunks_total(const KdnShape *s) {
     return (size_t)CEIL_DIV(s->T, s->chunk) * s->n_seqs * s->H_v;
 }
@@ -119,62 +115,75 @@ void kdn_chunk_buffers_carve(void *workspace, const KdnShape *s, KdnChunkBuffers
     b->P = take(&at, n * C * C);
 }
 
-typedef void (*IntraLaunch)(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                            const float *beta, float *gamma, float *Tinv, float *U, float *W, float *P);
-
-/* intra for every chunk, then the state pass over all chunks */
-static void two_launch_with(IntraLaunch intra, const KdnShape *s, const KdnChunkBuffers *b, const float *q,
-                            const float *k, const float *v, const float *g, const float *beta, const float *state_in,
-                            float *o, float *state_out) {
-    intra(s, q, k, v, g, beta, b->gamma, b->Tinv, b->U, b->W, b->P);
-    kdn_two_launch_state(s, 0, CEIL_DIV(s->T, s->chunk), q, k, b->gamma, b->U, b->W, b->P, state_in, state_out,
-                           o);
+/* Strides of a contiguous [D, H, T, n_seqs] tensor for dims 1..3, in floats. */
+static void contiguous_strides(long st[3], long D, long H, long T) {
+    st[0] = D;
+    st[1] = D * H;
+    st[2] = D * H * T;
 }
 
-void kdn_deltanet_two_launch(const KdnShape *s, const KdnChunkBuffers *b, const float *q, const float *k,
-                             const float *v, const float *g, const float *beta, const float *state_in, float *o,
-                             float *state_out) {
-    two_launch_with(kdn_two_launch_intra, s, b, q, k, v, g, beta, state_in, o, state_out);
+KdnLayerCall kdn_layer_contiguous(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                                  const float *beta, const float *state_in, float *o, float *state_out) {
+    KdnLayerCall c;
+    memset(&c, 0, sizeof c);
+    c.s = *s;
+    c.q = q, c.k = k, c.v = v, c.g = g, c.beta = beta, c.state_in = state_in;
+    contiguous_strides(c.q_st, s->D_k, s->H_k, s->T);
+    contiguous_strides(c.k_st, s->D_k, s->H_k, s->T);
+    contiguous_strides(c.v_st, s->D_v, s->H_v, s->T);
+    contiguous_strides(c.g_st, 1, s->H_v, s->T);
+    contiguous_strides(c.beta_st, 1, s->H_v, s->T);
+    c.q_scale = 1.0f;
+    c.K = 1;
+    c.o = o, c.snapshots = state_out;
+    return c;
 }
 
-void kdn_deltanet_two_launch_f16dot(const KdnShape *s, const KdnChunkBuffers *b, const float *q, const float *k,
-                                    const float *v, const float *g, const float *beta, const float *state_in,
-                                    float *o, float *state_out) {
-    two_launch_with(kdn_two_launch_intra_f16dot, s, b, q, k, v, g, beta, state_in, o, state_out);
+/* The chunked kernels run the scalar gate, K == 1 and D_k <= 128; every
+ * other call goes to the recurrent kernel whatever path asked for. */
+int kdn_layer_chunked(const KdnLayerCall *c, kdn_path path) {
+    int eligible = !c->kda && c->K == 1 && c->s.D_k <= kdn_two_launch_limits.max_D_k;
+    if (path == KDN_PATH_RECURRENT || !eligible) return 0;
+    return path == KDN_PATH_CHUNKED || c->s.T > kdn_gdn_recurrent_max_t(c->s.n_seqs);
 }
 
-void kdn_deltanet_auto(const KdnShape *s, const KdnChunkBuffers *b, const float *q, const float *k, const float *v,
-                       const float *g, const float *beta, const float *state_in, float *o, float *state_out) {
-    if (s->T <= kdn_auto_recurrent_max_t(s->n_seqs))
-        kdn_deltanet_recurrent(s, q, k, v, g, beta, state_in, o, state_out);
-    else
-        kdn_deltanet_two_launch(s, b, q, k, v, g, beta, state_in, o, state_out);
+void kdn_layer_run(const KdnLayerCall *c, kdn_path path, const KdnChunkBuffers *b) {
+    if (!kdn_layer_chunked(c, path)) {
+        kdn_deltanet_recurrent_call(c);
+        return;
+    }
+    const KdnShape *s = &c->s;
+    kdn_two_launch_intra(s, c->q, c->k, c->v, c->g, c->beta, b->gamma, b->Tinv, b->U, b->W, b->P);
+    kdn_two_launch_state(s, 0, CEIL_DIV(s->T, s->chunk), c->q, c->k, b->gamma, b->U, b->W, b->P, c->state_in,
+                         c->snapshots, c->o, c->q_scale);
+}
+
+void kdn_deltanet_two_launch_f16dot(const KdnLayerCall *c, const KdnChunkBuffers *b) {
+    const KdnShape *s = &c->s;
+    kdn_two_launch_intra_f16dot(s, c->q, c->k, c->v, c->g, c->beta, b->gamma, b->Tinv, b->U, b->W, b->P);
+    kdn_two_launch_state(s, 0, CEIL_DIV(s->T, s->chunk), c->q, c->k, b->gamma, b->U, b->W, b->P, c->state_in,
+                         c->snapshots, c->o, c->q_scale);
 }
 
 /* ---- checking a call ---------------------------------------------------- */
 /* The largest S_v and the chunk sizes are the kernels' (kdn.h's KdnLimits):
  * the recurrent kernel takes every call, the chunked form what it is built for. */
 enum { kDefaultChunk = 64 };
+enum { N_INPUTS = 6, N_VIEWS = 5 }; /* q k v g beta state; the first five may be views */
 
-/* One input as the kernels see it: strides of dims 1..3 in floats and
- * whether it is already the contiguous ggml layout. */
+/* A checked call: the layer call (views' strides, scale, K, outputs in dst),
+ * which inputs are already contiguous, and the route. */
 typedef struct {
-    long st[3];
-    int contiguous;
-} View;
-
-/* A checked call: sizes, gate kind, route and the inputs' views. */
-typedef struct {
-    KdnShape s;
-    int kda, chunked;
-    View q, k, v, g, beta;
+    KdnLayerCall call;
+    kdn_path path;
+    int contiguous[N_VIEWS];
+    int chunked;
 } Plan;
 
 static const kdn_tensor *inputs(const kdn_gdn_call *c, int i) {
     const kdn_tensor *all[] = {&c->q, &c->k, &c->v, &c->g, &c->beta, &c->state};
     return all[i];
 }
-enum { N_INPUTS = 6 };
 
 static int same_ne(const kdn_tensor *t, int64_t a, int64_t b, int64_t c, int64_t d) {
     return t->ne[0] == a && t->ne[1] == b && t->ne[2] == c && t->ne[3] == d;
@@ -187,13 +196,6 @@ static int is_contiguous(const kdn_tensor *t) {
         want *= (size_t)t->ne[d];
     }
     return 1;
-}
-
-static View view_of(const kdn_tensor *t) {
-    View v;
-    for (int d = 0; d < 3; d++) v.st[d] = (long)(t->nb[d + 1] / sizeof(float));
-    v.contiguous = is_contiguous(t);
-    return v;
 }
 
 static kdn_status check_pointers_and_options(const kdn_gdn_call *c) {
@@ -239,12 +241,14 @@ static kdn_status check_shapes(const kdn_gdn_call *c) {
     return KDN_OK;
 }
 
-/* The chunked kernels run the scalar gate, K == 1 and S <= 128; every other
- * call goes to the recurrent kernel whatever path asked for. */
-static int takes_chunked(const kdn_gdn_call *c, const Plan *p) {
-    int eligible = !p->kda && c->K == 1 && p->s.D_k <= kdn_two_launch_limits.max_D_k;
-    if (c->path == KDN_PATH_RECURRENT || !eligible) return 0;
-    return c->path == KDN_PATH_CHUNKED || p->s.T > kdn_gdn_recurrent_max_t(p->s.n_seqs);
+/* The input i of a call (q k v g beta) and its strides in the layer call. */
+static const float **view_data(KdnLayerCall *l, int i) {
+    const float **all[] = {&l->q, &l->k, &l->v, &l->g, &l->beta};
+    return all[i];
+}
+static long *view_strides(KdnLayerCall *l, int i) {
+    long *all[] = {l->q_st, l->k_st, l->v_st, l->g_st, l->beta_st};
+    return all[i];
 }
 
 static kdn_status plan_call(const kdn_gdn_call *c, Plan *p) {
@@ -253,46 +257,49 @@ static kdn_status plan_call(const kdn_gdn_call *c, Plan *p) {
     if (st == KDN_OK) st = check_shapes(c);
     if (st != KDN_OK) return st;
     memset(p, 0, sizeof *p);
-    p->s.T = (int)c->v.ne[2];
-    p->s.n_seqs = (int)c->v.ne[3];
-    p->s.H_k = (int)c->q.ne[1];
-    p->s.H_v = (int)c->v.ne[1];
-    p->s.D_k = p->s.D_v = (int)c->v.ne[0];
-    p->s.chunk = c->chunk ? c->chunk : kDefaultChunk;
-    p->s.head_map = c->head_map;
-    p->kda = c->g.ne[0] != 1; /* S_v == 1: both readings of g are the same math */
-    p->q = view_of(&c->q);
-    p->k = view_of(&c->k);
-    p->v = view_of(&c->v);
-    p->g = view_of(&c->g);
-    p->beta = view_of(&c->beta);
-    p->chunked = takes_chunked(c, p);
+    KdnLayerCall *l = &p->call;
+    KdnShape *s = &l->s;
+    s->T = (int)c->v.ne[2];
+    s->n_seqs = (int)c->v.ne[3];
+    s->H_k = (int)c->q.ne[1];
+    s->H_v = (int)c->v.ne[1];
+    s->D_k = s->D_v = (int)c->v.ne[0];
+    s->chunk = c->chunk ? c->chunk : kDefaultChunk;
+    s->head_map = c->head_map;
+    for (int i = 0; i < N_VIEWS; i++) {
+        const kdn_tensor *t = inputs(c, i);
+        *view_data(l, i) = t->data;
+        for (int d = 0; d < 3; d++) view_strides(l, i)[d] = (long)(t->nb[d + 1] / sizeof(float));
+        p->contiguous[i] = is_contiguous(t);
+    }
+    l->state_in = c->state.data;
+    l->q_scale = (float)(1.0 / sqrt((double)s->D_v)); /* ggml's scale of q, applied to o */
+    l->kda = c->g.ne[0] != 1;                         /* S_v == 1: both readings of g are the same math */
+    l->K = c->K;
+    l->o = c->dst;
+    l->snapshots = c->dst + (size_t)s->D_v * s->H_v * s->T * s->n_seqs;
+    p->path = c->path;
+    p->chunked = kdn_layer_chunked(l, c->path);
     return KDN_OK;
 }
 
 /* ---- workspace ----------------------------------------------------------- */
-/* The chunked path's staging: q always (scaled), k v g beta when they are
- * views; then the per-chunk buffers. Sizes in floats, each 64-aligned. */
-typedef struct {
-    size_t q, k, v, g, beta;
-} Staging;
-
-static Staging staging_of(const Plan *p) {
-    const KdnShape *s = &p->s;
+/* The chunked path's workspace: a contiguous copy of each input that is a
+ * view (the chunked kernels read the contiguous ggml layout), then the
+ * per-chunk buffers. Floats per input, 64-aligned; 0: read in place. */
+static size_t staged_floats(const Plan *p, int i) {
+    const KdnShape *s = &p->call.s;
     size_t tok = (size_t)s->T * s->n_seqs;
-    Staging st = {aligned_floats(tok * s->H_k * s->D_k), 0, 0, 0, 0};
-    if (!p->k.contiguous) st.k = aligned_floats(tok * s->H_k * s->D_k);
-    if (!p->v.contiguous) st.v = aligned_floats(tok * s->H_v * s->D_v);
-    if (!p->g.contiguous) st.g = aligned_floats(tok * s->H_v);
-    if (!p->beta.contiguous) st.beta = aligned_floats(tok * s->H_v);
-    return st;
+    size_t width[N_VIEWS] = {(size_t)s->H_k * s->D_k, (size_t)s->H_k * s->D_k, (size_t)s->H_v * s->D_v,
+                             (size_t)s->H_v, (size_t)s->H_v};
+    return p->contiguous[i] ? 0 : aligned_floats(tok * width[i]);
 }
 
 static size_t workspace_bytes(const Plan *p) {
     if (!p->chunked) return 0;
-    Staging st = staging_of(p);
-    return sizeof(float) * (st.q + st.k + st.v + st.g + st.beta) + kdn_chunk_buffers_bytes(&p->s) +
-           256; /* room to align the caller's pointer */
+    size_t floats = 0;
+    for (int i = 0; i < N_VIEWS; i++) floats += staged_floats(p, i);
+    return sizeof(float) * floats + kdn_chunk_buffers_bytes(&p->call.s) + 256; /* room to align the caller's pointer */
 }
 
 kdn_status kdn_gdn_workspace_size(const kdn_gdn_call *call, size_t *bytes) {
@@ -312,48 +319,23 @@ kdn_status kdn_gdn_chosen_path(const kdn_gdn_call *call, kdn_path *path) {
 }
 
 /* ---- running -------------------------------------------------------------- */
-static float scale_of(const Plan *p) { return (float)(1.0 / sqrt((double)p->s.D_v)); }
-
-static void run_recurrent(const kdn_gdn_call *c, const Plan *p) {
-    KdnRecurrentCall r;
-    memset(&r, 0, sizeof r);
-    r.s = p->s;
-    r.q = c->q.data, r.k = c->k.data, r.v = c->v.data, r.g = c->g.data, r.beta = c->beta.data;
-    r.state_in = c->state.data;
-    memcpy(r.q_st, p->q.st, sizeof r.q_st);
-    memcpy(r.k_st, p->k.st, sizeof r.k_st);
-    memcpy(r.v_st, p->v.st, sizeof r.v_st);
-    memcpy(r.g_st, p->g.st, sizeof r.g_st);
-    memcpy(r.beta_st, p->beta.st, sizeof r.beta_st);
-    r.q_scale = scale_of(p);
-    r.kda = p->kda;
-    r.K = c->K;
-    r.o = c->dst;
-    r.snapshots = c->dst + (size_t)p->s.D_v * p->s.H_v * p->s.T * p->s.n_seqs;
-    kdn_deltanet_recurrent_call(&r);
-}
-
-/* Copies a view into `to` (contiguous), scaled; returns the contiguous input. */
-static const float *staged(const kdn_tensor *t, const View *v, float scale, float **at, size_t floats) {
-    if (floats == 0) return t->data;
-    float *to = take(at, floats);
-    long ne[4] = {(long)t->ne[0], (long)t->ne[1], (long)t->ne[2], (long)t->ne[3]};
-    kdn_gather_strided(t->data, ne, v->st, scale, to);
-    return to;
-}
-
-static void run_chunked(const kdn_gdn_call *c, const Plan *p, void *workspace) {
+/* The chunked path: each view copied into the workspace (one launch each)
+ * and read from there as a contiguous tensor; the per-chunk buffers after. */
+static void stage_views(const kdn_gdn_call *c, Plan *p, void *workspace, KdnChunkBuffers *b) {
     float *at = (float *)(((uintptr_t)workspace + 255) / 256 * 256);
-    Staging st = staging_of(p);
-    const float *q = staged(&c->q, &p->q, scale_of(p), &at, st.q);
-    const float *k = staged(&c->k, &p->k, 1.0f, &at, st.k);
-    const float *v = staged(&c->v, &p->v, 1.0f, &at, st.v);
-    const float *g = staged(&c->g, &p->g, 1.0f, &at, st.g);
-    const float *beta = staged(&c->beta, &p->beta, 1.0f, &at, st.beta);
-    KdnChunkBuffers b;
-    kdn_chunk_buffers_carve(at, &p->s, &b);
-    float *o = c->dst, *state_out = c->dst + (size_t)p->s.D_v * p->s.H_v * p->s.T * p->s.n_seqs;
-    kdn_deltanet_two_launch(&p->s, &b, q, k, v, g, beta, c->state.data, o, state_out);
+    KdnLayerCall *l = &p->call;
+    KdnLayerCall dense = kdn_layer_contiguous(&l->s, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+    for (int i = 0; i < N_VIEWS; i++) {
+        size_t floats = staged_floats(p, i);
+        if (floats == 0) continue;
+        const kdn_tensor *t = inputs(c, i);
+        float *to = take(&at, floats);
+        long ne[4] = {(long)t->ne[0], (long)t->ne[1], (long)t->ne[2], (long)t->ne[3]};
+        kdn_gather_strided(t->data, ne, view_strides(l, i), to);
+        *view_data(l, i) = to;
+        memcpy(view_strides(l, i), view_strides(&dense, i), 3 * sizeof(long));
+    }
+    kdn_chunk_buffers_carve(at, &l->s, b);
 }
 
 kdn_status kdn_gated_delta_net(const kdn_gdn_call *call, void *workspace, size_t workspace_size) {
@@ -363,10 +345,9 @@ kdn_status kdn_gated_delta_net(const kdn_gdn_call *call, void *workspace, size_t
     size_t need = workspace_bytes(&p);
     if (need > 0 && (!workspace || workspace_size < need)) return KDN_ERR_WORKSPACE;
     void *previous = kdn_set_stream(call->stream);
-    if (p.chunked)
-        run_chunked(call, &p, workspace);
-    else
-        run_recurrent(call, &p);
+    KdnChunkBuffers b = {0};
+    if (p.chunked) stage_views(call, &p, workspace, &b);
+    kdn_layer_run(&p.call, p.path, &b);
     kdn_set_stream(previous);
     return KDN_OK;
 }

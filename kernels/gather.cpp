@@ -1,8 +1,7 @@
 // The library's input staging (kernels/gated_delta_net.c): a strided ggml
-// view copied into a contiguous buffer, times a scale. The chunked kernels
-// read contiguous ggml layout and an unscaled q; a call with permuted views or
-// ggml's 1/sqrt(S_v) on q goes through this first (one read and one write of
-// the tensor; docs/api.md gives the cost).
+// view copied into a contiguous buffer. The chunked kernels read contiguous
+// ggml layout; a call with permuted views goes through this first (one read
+// and one write of the tensor; docs/api.md gives the cost).
 //
 // One thread per element, ne0 (the contiguous row) fastest, so both the reads
 // of a row and all the writes are coalesced; rows of a permuted view are read
@@ -13,16 +12,16 @@
 static const int kBlock = 256;
 
 __global__ void kernel_gather_strided(const float *__restrict__ src, float *__restrict__ dst, long st1, long st2,
-                                      long st3, int ne0, int ne1, int ne2, long n, float scale) {
+                                      long st3, int ne0, int ne1, int ne2, long n) {
     const long i = (long)blockIdx.x * kBlock + (long)threadIdx.x;
     if (i >= n) return;
     const long i0 = i % ne0, r = i / ne0;
     const long i1 = r % ne1, r2 = r / ne1;
     const long i2 = r2 % ne2, i3 = r2 / ne2;
-    dst[i] = scale * src[i0 + i1 * st1 + i2 * st2 + i3 * st3];
+    dst[i] = src[i0 + i1 * st1 + i2 * st2 + i3 * st3];
 }
 
-extern "C" void kdn_gather_strided(const float *src, const long ne[4], const long st[3], float scale, float *dst) {
+extern "C" void kdn_gather_strided(const float *src, const long ne[4], const long st[3], float *dst) {
     const long n = ne[0] * ne[1] * ne[2] * ne[3];
     if (n <= 0) return;
     if (ne[0] > 0x7fffffff || ne[1] > 0x7fffffff || ne[2] > 0x7fffffff || n / kBlock >= 0x7fffffff) {
@@ -30,5 +29,5 @@ extern "C" void kdn_gather_strided(const float *src, const long ne[4], const lon
         return;
     }
     KDN_LAUNCH(kernel_gather_strided, dim3((unsigned)KDN_CEIL_DIV(n, kBlock)), dim3(kBlock), 0, src, dst, st[0],
-               st[1], st[2], (int)ne[0], (int)ne[1], (int)ne[2], n, scale);
+               st[1], st[2], (int)ne[0], (int)ne[1], (int)ne[2], n);
 }

@@ -8,6 +8,8 @@
 
 #include "backend/runtime.h"
 
+#include "gated_delta_net.h" /* kdn_path */
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -35,29 +37,35 @@ static inline int kdn_takes_chunk(const KdnLimits *l, int C) {
     return C > 0 && (C == l->chunks[0] || C == l->chunks[1]);
 }
 
-/* Token-recurrent kernel: every head and sequence in one launch. */
-void kdn_deltanet_recurrent(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                            const float *beta, const float *state_in, float *o, float *state_out);
-/* The same kernel as the library calls it (kernels/gated_delta_net.c): inputs
- * as strided views (rows contiguous; strides in floats for dims 1..3, i.e.
- * head, token, sequence), o scaled by q_scale, the scalar or the KDA gate,
- * and K state snapshots. o is contiguous [D_v, H_v, T, n_seqs]; snapshot slot
- * s (slots D_k*D_v*H_v*n_seqs floats apart) receives the state after token
- * T-1-s for s < min(K, T) (T = 0: slot 0 gets state_in). */
+/* One call of the layer as the kernels take it: inputs as strided views
+ * (rows contiguous; strides in floats for dims 1..3, i.e. head, token,
+ * sequence), o scaled by q_scale (ggml's 1/sqrt(S_v) on q: o is linear in q),
+ * the scalar or the KDA gate, and K state snapshots. o is contiguous
+ * [D_v, H_v, T, n_seqs]; snapshot slot s (slots D_k*D_v*H_v*n_seqs floats
+ * apart) receives the state after token T-1-s for s < min(K, T) (T = 0: slot
+ * 0 gets state_in). The recurrent kernel takes every such call; the chunked
+ * kernels contiguous inputs, the scalar gate and K = 1 (kdn_layer_run). */
 typedef struct {
-    KdnShape s; /* chunk unused */
+    KdnShape s; /* chunk: the chunked path's C */
     const float *q, *k, *v, *g, *beta, *state_in;
     long q_st[3], k_st[3], v_st[3], g_st[3], beta_st[3];
     float q_scale;
     int kda; /* 0: g is [1, H_v, T, n_seqs]; 1: [D_k, H_v, T, n_seqs], state row i *= exp(g[i]) */
     int K;   /* >= 1 */
     float *o, *snapshots;
-} KdnRecurrentCall;
-void kdn_deltanet_recurrent_call(const KdnRecurrentCall *c);
+} KdnLayerCall;
+/* The call of contiguous ggml tensors: unscaled q, scalar gate, K = 1. */
+KdnLayerCall kdn_layer_contiguous(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                                  const float *beta, const float *state_in, float *o, float *state_out);
+/* Token-recurrent kernel: every head and sequence in one launch. */
+void kdn_deltanet_recurrent_call(const KdnLayerCall *c);
+/* The same on contiguous tensors (kdn_layer_contiguous). */
+void kdn_deltanet_recurrent(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                            const float *beta, const float *state_in, float *o, float *state_out);
 
-/* dst (contiguous [ne0, ne1, ne2, ne3]) = scale * src, src a view with
- * contiguous rows and strides st[0..2] (floats) for dims 1..3. */
-void kdn_gather_strided(const float *src, const long ne[4], const long st[3], float scale, float *dst);
+/* dst (contiguous [ne0, ne1, ne2, ne3]) = src, a view with contiguous rows
+ * and strides st[0..2] (floats) for dims 1..3. */
+void kdn_gather_strided(const float *src, const long ne[4], const long st[3], float *dst);
 
 /* Two-launch form. n_chunks = ceil(T / C); chunk index
  * ci = (seq * H_v + h) * n_chunks + c. Per chunk, the intra-chunk quantities
@@ -77,17 +85,19 @@ void kdn_two_launch_intra(const KdnShape *s, const float *q, const float *k, con
 void kdn_two_launch_intra_f16dot(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                                  const float *beta, float *gamma, float *Tinv, float *U, float *W, float *P);
 /* 2) chunks c0 <= c < c1 of every head and sequence, one launch: the outputs
- * of those chunks' tokens and the state carried through them. state_in (ggml
- * layout) is the state at chunk c0's start; state_out (which may be the same
- * buffer) receives the state after chunk c1 - 1; o is written for the tokens
- * of chunks c0..c1-1 only. */
+ * of those chunks' tokens (times q_scale) and the state carried through
+ * them. state_in (ggml layout) is the state at chunk c0's start; state_out
+ * (which may be the same buffer) receives the state after chunk c1 - 1; o is
+ * written for the tokens of chunks c0..c1-1 only. */
 void kdn_two_launch_state(const KdnShape *s, int c0, int c1, const float *q, const float *k, const float *gamma,
                             const float *U, const float *W, const float *P, const float *state_in, float *state_out,
-                            float *o);
+                            float *o, float q_scale);
 
-/* ---- the product paths (kernels/gated_delta_net.c) ----------------------
- * What kdn_gated_delta_net (gated_delta_net.h) runs, on contiguous ggml
- * tensors and unscaled q; the phases test these directly. */
+/* ---- the library's dispatch (kernels/gated_delta_net.c) ------------------
+ * kdn_gated_delta_net (gated_delta_net.h) checks a call, stages the views
+ * the chunked kernels cannot read, and ends in kdn_layer_run; the tests,
+ * benchmarks and tools run the same function on contiguous tensors, so what
+ * they time is what the library launches. */
 typedef struct {
     float *gamma, *Tinv, *U, *W, *P; /* [ci][C], [ci][C][C], [ci][C][D_v], [ci][C][D_k], [ci][C][C] */
 } KdnChunkBuffers;
@@ -95,18 +105,17 @@ typedef struct {
  * their places in a workspace of that size. */
 size_t kdn_chunk_buffers_bytes(const KdnShape *s);
 void kdn_chunk_buffers_carve(void *workspace, const KdnShape *s, KdnChunkBuffers *b);
-/* The layer in two launches: kdn_two_launch_intra, then kdn_two_launch_state over all chunks. */
-void kdn_deltanet_two_launch(const KdnShape *s, const KdnChunkBuffers *b, const float *q, const float *k,
-                             const float *v, const float *g, const float *beta, const float *state_in, float *o,
-                             float *state_out);
-/* The same with 1') for 1): the opt-in packed-fp16 layer (tests only). */
-void kdn_deltanet_two_launch_f16dot(const KdnShape *s, const KdnChunkBuffers *b, const float *q, const float *k,
-                                    const float *v, const float *g, const float *beta, const float *state_in,
-                                    float *o, float *state_out);
-/* Recurrent up to kdn_auto_recurrent_max_t(s->n_seqs) tokens, two-launch past it (b unused then). */
-void kdn_deltanet_auto(const KdnShape *s, const KdnChunkBuffers *b, const float *q, const float *k, const float *v,
-                       const float *g, const float *beta, const float *state_in, float *o, float *state_out);
-int kdn_auto_recurrent_max_t(int n_seqs); /* per backend and batch, docs/api.md */
+/* 1 when c runs the chunked kernels under `path`: scalar gate, K = 1, D_k <= 128 and either path CHUNKED
+ * or path AUTO past kdn_gdn_recurrent_max_t(n_seqs) tokens; else 0 (the
+ * recurrent kernel). */
+int kdn_layer_chunked(const KdnLayerCall *c, kdn_path path);
+/* Enqueues the layer: the recurrent kernel, or the two chunked launches
+ * (kdn_two_launch_intra, kdn_two_launch_state over all chunks) on contiguous
+ * inputs with the per-chunk buffers b (unused on the recurrent path). */
+void kdn_layer_run(const KdnLayerCall *c, kdn_path path, const KdnChunkBuffers *b);
+/* The two chunked launches with 1') for 1): the opt-in packed-fp16 layer
+ * (tests only, not a path of the library). */
+void kdn_deltanet_two_launch_f16dot(const KdnLayerCall *c, const KdnChunkBuffers *b);
 
 #ifdef __cplusplus
 }

@@ -23,12 +23,6 @@ static void unfused_footprint(Footprint *f, const KdnShape *s) {
     fp_chunk_work(f, s->chunk, s->D_k, s->D_v);
 }
 
-static void recurrent_run(void *w, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                          const float *beta, const float *state_in, float *o, float *state_out) {
-    (void)w;
-    kdn_deltanet_recurrent(s, q, k, v, g, beta, state_in, o, state_out);
-}
-
 static void one_launch_run(void *w, const KdnShape *s, const float *q, const float *k, const float *v,
                            const float *g, const float *beta, const float *state_in, float *o, float *state_out) {
     (void)w;
@@ -55,23 +49,23 @@ static const char *chunked_refuses(const KdnShape *s) { return outside(&kdn_two_
 static const char *one_launch_refuses(const KdnShape *s) { return outside(&kdn_one_launch_limits, s); }
 
 static const char *auto_refuses(const KdnShape *s) {
-    return s->T <= kdn_auto_recurrent_max_t(s->n_seqs) ? recurrent_refuses(s) : chunked_refuses(s);
+    return s->T <= kdn_gdn_recurrent_max_t(s->n_seqs) ? recurrent_refuses(s) : chunked_refuses(s);
 }
 
 const LayerVariant layer_variants[LAYER_VARIANT_COUNT] = {
     [LAYER_UNFUSED] = {"unfused", "the seed ladder's pipeline: one small kernel per step, chunk by chunk and head by head",
                        "deltanet_unfused (phases/pipeline.c)", unfused_prepare, unfused_footprint, unfused_run, ungrouped},
     [LAYER_RECURRENT] = {"recurrent", "the token-recurrent kernel: one launch, O(T) steps per state column",
-                         "kdn_deltanet_recurrent (kernels/deltanet_recurrent.cpp)", NULL, NULL, recurrent_run,
+                         "kdn_layer_run, path RECURRENT: kdn_deltanet_recurrent_call (kernels/deltanet_recurrent.cpp)", NULL, NULL, deltanet_recurrent,
                          recurrent_refuses},
     [LAYER_TWO_LAUNCH] = {"two_launch",
                           "the product's chunked prefill: every chunk's intra-chunk quantities at once, then the "
                           "state pass",
-                          "kdn_deltanet_two_launch = kdn_two_launch_intra + kdn_two_launch_state "
+                          "kdn_layer_run, path CHUNKED: kdn_two_launch_intra + kdn_two_launch_state "
                           "(kernels/deltanet_two_launch.cpp)",
                           two_launch_prepare, fp_two_launch_prepare, deltanet_two_launch, chunked_refuses},
-    [LAYER_AUTO] = {"auto", "the library's choice: recurrent up to kdn_auto_recurrent_max_t(n_seqs) tokens, else two_launch",
-                    "kdn_deltanet_auto (kernels/gated_delta_net.c)", two_launch_prepare, fp_two_launch_prepare, deltanet_auto,
+    [LAYER_AUTO] = {"auto", "the library's choice: recurrent up to kdn_gdn_recurrent_max_t(n_seqs) tokens, else two_launch",
+                    "kdn_layer_run, path AUTO (kernels/gated_delta_net.c: what kdn_gated_delta_net ends in)", two_launch_prepare, fp_two_launch_prepare, deltanet_auto,
                     auto_refuses},
     [LAYER_ONE_LAUNCH] = {"one_launch", "the whole chunked layer in one launch, the state carried in LDS",
                           "kdn_deltanet_one_launch (phases/kernels/deltanet_one_launch.cpp)", NULL, NULL, one_launch_run,

@@ -129,7 +129,7 @@ static void t_two_launch_state_chunk(const Test *t, Ctx *c) {
         kdn_upload(dev[a], f, len[a] * sizeof(float));
     }
     float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
-    kdn_two_launch_state(s, c0, c0 + 1, dd.q, dd.k, w->gamma, w->U, w->W, w->P, dd.state, s_out, o);
+    kdn_two_launch_state(s, c0, c0 + 1, dd.q, dd.k, w->gamma, w->U, w->W, w->P, dd.state, s_out, o, 1.0f);
     dn_describe(c, &sh);
     if (dev_sync(c) != 0) return;
     int n = s->T - c0 * C < C ? s->T - c0 * C : C;

@@ -88,14 +88,14 @@ static void t_vs_one_launch(const Test *t, Ctx *c) {
     agree(t, c, layer_variant(t->variant), &layer_variants[LAYER_ONE_LAUNCH]);
 }
 /* The automatic choice against the reference, then its launch count: one
- * (recurrent) up to kdn_auto_recurrent_max_t(n_seqs) tokens, two (chunked)
+ * (recurrent) up to kdn_gdn_recurrent_max_t(n_seqs) tokens, two (chunked)
  * past it. Rows at B = 1 and B = 4 on both sides of each batch's split: each
  * split lies between the other batch's two, so a dispatch that reads the
  * wrong batch's threshold runs the wrong path on one of them. */
 static void t_auto(const Test *row, Ctx *c) {
     /* the row's T is the split plus shape.past_split: the split is the backend's own */
     Test copy = *row;
-    copy.shape.T = kdn_auto_recurrent_max_t(row->shape.n_seqs) + row->shape.past_split;
+    copy.shape.T = kdn_gdn_recurrent_max_t(row->shape.n_seqs) + row->shape.past_split;
     const Test *t = &copy;
     const LayerVariant *automatic = &layer_variants[LAYER_AUTO];
     check_both_maps(t, c, automatic);
@@ -107,7 +107,7 @@ static void t_auto(const Test *row, Ctx *c) {
     void *scratch = automatic->prepare(c, &d.ks);
     long before = kdn_launch_count();
     automatic->run(scratch, &d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
-    long launches = kdn_launch_count() - before, want = sh.T <= kdn_auto_recurrent_max_t(sh.n_seqs) ? 1 : 2;
+    long launches = kdn_launch_count() - before, want = sh.T <= kdn_gdn_recurrent_max_t(sh.n_seqs) ? 1 : 2;
     if (dev_sync(c) == 0 && launches != want)
         test_fail(c, "T = %d: %ld launches, want %ld (%s)", sh.T, launches, want, want == 1 ? "recurrent" : "chunked");
 }
@@ -359,7 +359,7 @@ static const Test tests[] = {
      {HEADS(100, 2, 2, 6, 32), .decay = DECAY_STRONG, .state = 1000, .f16_qk = 1}, t_layer},
     {8, "two_launch_f16dot_ragged", "two_launch_f16dot", TOL_F16DOT, {QWEN(200, 2), .state = 1}, t_layer},
     {8, "two_launch_f16dot_weak_decay", "two_launch_f16dot", TOL_F16DOT, {QWEN(130, 1), .decay = DECAY_WEAK, .state = 1}, t_layer},
-    /* the automatic choice on each side of kdn_auto_recurrent_max_t(B) (T = split + past_split) */
+    /* the automatic choice on each side of kdn_gdn_recurrent_max_t(B) (T = split + past_split) */
     {8, "auto_short_B1", "auto", TOL_CHUNK, {QWEN(0, 1), .past_split = 0, .state = 1}, t_auto},
     {8, "auto_long_B1", "auto", TOL_CHUNK, {QWEN(0, 1), .past_split = 1, .state = 1}, t_auto},
     {8, "auto_short_B4", "auto", TOL_CHUNK, {QWEN(0, 4), .past_split = 0, .state = 1}, t_auto},
@@ -412,7 +412,7 @@ static void fp_agree(Footprint *f, const Test *t, const LayerVariant *first, con
 static void fp_auto(Footprint *f, const Test *t) {
     const LayerVariant *automatic = &layer_variants[LAYER_AUTO];
     Shape shape = t->shape;
-    shape.T = kdn_auto_recurrent_max_t(t->shape.n_seqs) + t->shape.past_split;
+    shape.T = kdn_gdn_recurrent_max_t(t->shape.n_seqs) + t->shape.past_split;
     fp_both_maps(f, &shape, automatic);
     Shape sh;
     DnData d = fp_dn_setup(f, &shape, &sh);

@@ -233,7 +233,8 @@ static void run_layer(const Test *t, Ctx *c, const Golden *x, LayerKind kind) {
     else {
         KdnChunkBuffers b;
         kdn_chunk_buffers_carve(dev_out(c, "chunk buffers", kdn_chunk_buffers_bytes(&s) / sizeof(float)), &s, &b);
-        kdn_deltanet_two_launch(&s, &b, d.q, d.k, d.v, d.g, d.beta, d.state, o, state);
+        const KdnLayerCall call = kdn_layer_contiguous(&s, d.q, d.k, d.v, d.g, d.beta, d.state, o, state);
+        kdn_layer_run(&call, KDN_PATH_CHUNKED, &b);
     }
     if (dev_sync(c) != 0) return;
     float *got = host_f(c, n_v(x) + n_state(x));

@@ -228,7 +228,7 @@ typedef struct {
 
 static void call_entry(Entry e, const Call *x, const Inputs *in, const Outputs *w) {
     const KdnShape *s = &x->s;
-    KdnRecurrentCall r;
+    KdnLayerCall r;
     memset(&r, 0, sizeof r);
     r.s = *s, r.q = in->q, r.k = in->k, r.v = in->v, r.g = in->g, r.beta = in->beta, r.state_in = in->state;
     long qk[3] = {s->D_k, (long)s->D_k * s->H_k, (long)s->D_k * s->H_k * s->T};
@@ -245,10 +245,10 @@ static void call_entry(Entry e, const Call *x, const Inputs *in, const Outputs *
     case ENTRY_RECURRENT_NO_CALL: kdn_deltanet_recurrent_call(NULL); break;
     case ENTRY_INTRA: kdn_two_launch_intra(s, in->q, in->k, in->v, in->g, in->beta, w->gamma, w->Tinv, w->U, w->W, w->P); break;
     case ENTRY_STATE:
-        kdn_two_launch_state(s, x->c0, x->c1, in->q, in->k, w->gamma, w->U, w->W, w->P, in->state, w->state_out, w->o);
+        kdn_two_launch_state(s, x->c0, x->c1, in->q, in->k, w->gamma, w->U, w->W, w->P, in->state, w->state_out, w->o, 1.0f);
         break;
     case ENTRY_ONE_LAUNCH: kdn_deltanet_one_launch(s, in->q, in->k, in->v, in->g, in->beta, in->state, w->o, w->state_out); break;
-    case ENTRY_GATHER: kdn_gather_strided(in->q, ne, st, 1.0f, w->gathered); break;
+    case ENTRY_GATHER: kdn_gather_strided(in->q, ne, st, w->gathered); break;
     case ENTRY_SOLVE: kdn_solve_tri_parallel(in->state, in->v, w->gathered, x->n, 1); break; /* A n x n, B n x 1 */
     }
 }

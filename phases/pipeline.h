@@ -41,18 +41,21 @@ void step_state(ChunkWork *w, float *St, int n);
 void deltanet_unfused(ChunkWork *w, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                       const float *beta, const float *state_in, float *o, float *state_out);
 
-/* The product paths live in the library (kdn.h: kdn_deltanet_two_launch,
- * kdn_deltanet_auto). The tests give them their per-chunk buffers as guarded
+/* The product paths live in the library (kdn.h: kdn_layer_run, the
+ * library's dispatch). The tests give them their per-chunk buffers as guarded
  * device buffers of the test, one per quantity (an overrun of one is caught
  * on its own), so that phases 6 and 7 can check each intermediate. */
 typedef KdnChunkBuffers ChunkQuantities;
 int two_launch_chunks(const KdnShape *s); /* ceil(T / C) */
 void *two_launch_prepare(Ctx *c, const KdnShape *s);
-/* Layer-row adapters: scratch from two_launch_prepare. */
+/* Layer-row adapters: kdn_layer_run with path CHUNKED, AUTO, RECURRENT
+ * (scratch from two_launch_prepare; unused by the last), and the f16dot layer. */
 void deltanet_two_launch(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
                          const float *g, const float *beta, const float *state_in, float *o, float *state_out);
 void deltanet_auto(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                    const float *beta, const float *state_in, float *o, float *state_out);
+void deltanet_recurrent(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
+                        const float *g, const float *beta, const float *state_in, float *o, float *state_out);
 void deltanet_two_launch_f16dot(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
                                 const float *g, const float *beta, const float *state_in, float *o, float *state_out);
 

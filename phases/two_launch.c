@@ -1,5 +1,5 @@
-/* The library's two-launch and automatic paths as layer rows of the tests
- * (their scratch as guarded test buffers), and the reference of one chunk in
+/* The library's paths as layer rows of the tests (the per-chunk buffers as
+ * guarded test buffers), and the reference of one chunk in
  * kdn.h's per-chunk layout (see pipeline.h). */
 #include "pipeline.h"
 
@@ -18,19 +18,31 @@ void *two_launch_prepare(Ctx *c, const KdnShape *s) {
     return w;
 }
 
+/* Each adapter runs the library's dispatch (kdn_layer_run) on the contiguous
+ * tensors, with the path it names. */
 void deltanet_two_launch(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
                          const float *g, const float *beta, const float *state_in, float *o, float *state_out) {
-    kdn_deltanet_two_launch(s, scratch, q, k, v, g, beta, state_in, o, state_out);
+    const KdnLayerCall c = kdn_layer_contiguous(s, q, k, v, g, beta, state_in, o, state_out);
+    kdn_layer_run(&c, KDN_PATH_CHUNKED, scratch);
 }
 
 void deltanet_two_launch_f16dot(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
                                 const float *g, const float *beta, const float *state_in, float *o, float *state_out) {
-    kdn_deltanet_two_launch_f16dot(s, scratch, q, k, v, g, beta, state_in, o, state_out);
+    const KdnLayerCall c = kdn_layer_contiguous(s, q, k, v, g, beta, state_in, o, state_out);
+    kdn_deltanet_two_launch_f16dot(&c, scratch);
 }
 
 void deltanet_auto(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                    const float *beta, const float *state_in, float *o, float *state_out) {
-    kdn_deltanet_auto(s, scratch, q, k, v, g, beta, state_in, o, state_out);
+    const KdnLayerCall c = kdn_layer_contiguous(s, q, k, v, g, beta, state_in, o, state_out);
+    kdn_layer_run(&c, KDN_PATH_AUTO, scratch);
+}
+
+void deltanet_recurrent(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
+                        const float *g, const float *beta, const float *state_in, float *o, float *state_out) {
+    (void)scratch;
+    const KdnLayerCall c = kdn_layer_contiguous(s, q, k, v, g, beta, state_in, o, state_out);
+    kdn_layer_run(&c, KDN_PATH_RECURRENT, NULL);
 }
 
 RefChunkWork ref_chunk_work(Ctx *c, const KdnShape *s) {

@@ -46,6 +46,8 @@ fault rec_out_state $R rec_out 's/fmaf\(d\[i\], dots\[kCols\], a \* dots\[i\]\)/
 fault rec_delta $R rec_delta 's/d\[i\] = cur.beta \*/d[i] = 0.999f * cur.beta */' "$REC"
 fault rec_decay $R rec_state 's/S\[i\]\[r\] = fmaf\(cur.k\[r\], d\[i\], a \* S\[i\]\[r\]\)/S[i][r] = fmaf(cur.k[r], d[i], 0.999f * a * S[i][r])/' "$REC"
 fault rec_decay_after_update $R rec_state 's/S\[i\]\[r\] = fmaf\(cur.k\[r\], d\[i\], a \* S\[i\]\[r\]\)/S[i][r] = a * fmaf(cur.k[r], d[i], S[i][r])/' "$REC"
+# ggml's scale of q wrong (its square root) in the chunked path's outputs (the library's rows through the chunked kernels)
+fault two_launch_q_scale $W two_launch_q_scale 's/xq\[a\]\[b\] \*= q_scale;/xq[a][b] *= sqrtf(q_scale);/' 'gdn_T64_chunked gdn_T200_auto_perm'
 # the per-token decay factor off by 2^-23 with a steady sign (as CUDA's expf was, a tenth of it:
 # docs/tolerances.md): the weak-decay T = 1000 grid case must see it
 fault rec_decay_biased $R rec_decay_factor 's/kdn_decay\(cur.g\)/(expf(cur.g) * (1.0f + 0x1p-23f))/' "grid_recurrent"

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Side-by-side timing of the working tree's kernels and of variants, in one
 # call on one machine: each VARIANT is a copy of the tree (build directory
-# included, so only what changed recompiles) with one kernel source replaced,
-# given as kernels/NAME.cpp=FILE. Every build is checked first (the CHECK
+# included, so only what changed recompiles) with one source replaced, given
+# as kernels/NAME.cpp=FILE, or another checkout of the repository given as a
+# directory (built where it is; e.g. the commit before a change that spans
+# files, from git archive). Every build is checked first (the CHECK
 # tests), then benched in PASSES rounds, builds alternating inside a round,
 # each SET of --set overrides on every TEST. Times are read from the
 # harness's TSV log (--log: its bench:<label> rows, median_us and min_us),
 # never from the console.
 #
-# usage: tools/ab.sh [options] OUTDIR [kernels/NAME.cpp=FILE ...]
+# usage: tools/ab.sh [options] OUTDIR [kernels/NAME.cpp=FILE | DIR ...]
 #   --test NAME     a test to bench (repeatable; default compare_T64_B1)
 #   --check GLOB    a test to run before timing (repeatable; default none)
 #   --set "A=x B=y" one shape: --set overrides for every --test (repeatable;
@@ -34,7 +36,7 @@ while [ $# -gt 0 ]; do
         *) break ;;
     esac
 done
-[ $# -ge 1 ] || { sed -n '11,20p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] || { sed -n '13,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 out=$(mkdir -p "$1" && cd "$1" && pwd); shift
 [ ${#tests[@]} -gt 0 ] || tests=(compare_T64_B1)
 [ ${#sets[@]} -gt 0 ] || sets=("")
@@ -45,9 +47,13 @@ mkdir -p "$out/logs" "$work"
 # builds: name -> directory
 names=(tree) dirs=("$tree")
 for spec in "$@"; do
+    if [ -d "$spec" ]; then
+        names+=("$(basename "$(cd "$spec" && pwd)")") dirs+=("$(cd "$spec" && pwd)")
+        continue
+    fi
     target=${spec%%=*} file=${spec#*=}
     if [ "$target" = "$spec" ] || [ ! -f "$tree/$target" ] || [ ! -f "$file" ]; then
-        echo "ab.sh: want kernels/NAME.cpp=FILE with both files present, got '$spec'" >&2
+        echo "ab.sh: want kernels/NAME.cpp=FILE with both files present, or a directory, got '$spec'" >&2
         exit 2
     fi
     name=$(basename "$file" .cpp) dir=$work/$name

@@ -2,7 +2,8 @@
 # Short prompts: one layer variant against another (default: the
 # token-recurrent kernel against the two-launch chunked form) on Qwen3-Next
 # heads, T from 2 up, B = 1 and 4 -- the measurement behind the library's
-# recurrent/chunked threshold (kdn_auto_recurrent_max_t, docs/api.md). The
+# recurrent/chunked threshold (kdn_gdn_recurrent_max_t, docs/api.md). Both
+# rows run the library's dispatch (kdn_layer_run) with the path forced. The
 # times come from the result log's bench:<variant> rows (median_us), the
 # variant names from phases/layer_variants.h (the log's variant column).
 # usage: tools/crossover.sh [test_deltanet binary, default build/cuda/test_deltanet] [VARIANT_A VARIANT_B]

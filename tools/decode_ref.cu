@@ -2,10 +2,11 @@
 // in one process: a device-to-device copy of the state (the bytes a decode
 // step must move), ggml's token-recurrent CUDA kernel (llama.cpp's, compiled
 // from a ggml checkout by tools/decode_ref.sh: never kept in this
-// repository) and libkdn's recurrent kernel (kdn_deltanet_recurrent), its
-// two-launch chunked form (kdn_deltanet_two_launch) and its automatic choice
-// between the two (kdn_deltanet_auto, what the library runs under
-// KDN_PATH_AUTO), on Qwen3-Next heads (H_k = 16, H_v = 32, D = 128, C = 64).
+// repository) and libkdn's entry point kdn_gated_delta_net (ggml's
+// semantics, q scaled by 1/sqrt(S_v) inside; every launch it makes is in the
+// time) with the path forced to the recurrent kernel (kdn), to the two-launch
+// chunked form (two_launch) and left to the library (auto, KDN_PATH_AUTO), on
+// Qwen3-Next heads (H_k = 16, H_v = 32, D = 128, C = 64).
 //
 // usage: decode_ref LABEL [T:B ...]   (default shapes: 1:1 1:4 1:128 64:1 64:4)
 //
@@ -28,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "gated_delta_net.h"
 #include "kdn.h"
 
 // Stand-ins for the few ggml helpers the kernel uses.
@@ -58,8 +60,8 @@ typedef struct {
     int T, B, reps;
     float *q, *k, *v, *g, *beta, *state, *o, *state_out, *copy_dst;
     size_t state_bytes;
-    void *workspace; // the chunked form's buffers (kdn_chunk_buffers_bytes)
-    KdnChunkBuffers chunks;
+    void *workspace; // the entry point's, for the largest call (kdn_gdn_workspace_size)
+    size_t workspace_bytes;
 } Problem;
 
 static float *upload_random(size_t n, float lo, float hi, unsigned *seed) {
@@ -74,12 +76,26 @@ static float *upload_random(size_t n, float lo, float hi, unsigned *seed) {
     return d;
 }
 
-// Unit-norm-ish k and q (entries of size 1/sqrt(D)), log-decays in [-0.5, 0), beta in (0, 1).
-static KdnShape shape_of(const Problem *p) {
-    KdnShape s = {p->T, p->B, H_K, H_V, D, D, CHUNK, 0}; // head_map 0: ggml's tiled heads
-    return s;
+// A contiguous ggml tensor [n0, n1, n2, n3] at data.
+static kdn_tensor tensor(const float *data, int64_t n0, int64_t n1, int64_t n2, int64_t n3) {
+    kdn_tensor t = {data, {n0, n1, n2, n3}, {sizeof(float), 0, 0, 0}};
+    for (int d = 1; d < 4; d++) t.nb[d] = t.nb[d - 1] * (size_t)t.ne[d - 1];
+    return t;
 }
 
+// The entry point's call on the problem: dst = o followed by the final state
+// (make_problem allocates them adjacent), ggml's tiled heads, chunk 64.
+static kdn_gdn_call call_of(const Problem *p, kdn_path path) {
+    kdn_gdn_call c;
+    memset(&c, 0, sizeof c);
+    c.q = tensor(p->q, D, H_K, p->T, p->B), c.k = tensor(p->k, D, H_K, p->T, p->B);
+    c.v = tensor(p->v, D, H_V, p->T, p->B), c.g = tensor(p->g, 1, H_V, p->T, p->B);
+    c.beta = tensor(p->beta, 1, H_V, p->T, p->B), c.state = tensor(p->state, D, D, H_V, p->B);
+    c.dst = p->o, c.K = 1, c.head_map = KDN_HEAD_MAP_TILED, c.path = path, c.chunk = CHUNK;
+    return c;
+}
+
+// Unit-norm-ish k and q (entries of size 1/sqrt(D)), log-decays in [-0.5, 0), beta in (0, 1).
 static void make_problem(Problem *p, int T, int B) {
     unsigned seed = 12345u;
     const float a = 1.0f / sqrtf((float)D);
@@ -93,16 +109,20 @@ static void make_problem(Problem *p, int T, int B) {
     p->beta = upload_random((size_t)H_V * T * B, 0.05f, 0.95f, &seed);
     p->state_bytes = (size_t)D * D * H_V * B * sizeof(float);
     p->state = upload_random(p->state_bytes / sizeof(float), -0.1f, 0.1f, &seed);
-    CHECK(cudaMalloc(&p->o, (size_t)D * H_V * T * B * sizeof(float)));
-    CHECK(cudaMalloc(&p->state_out, p->state_bytes));
+    const size_t o_bytes = (size_t)D * H_V * T * B * sizeof(float);
+    CHECK(cudaMalloc(&p->o, o_bytes + p->state_bytes));
+    p->state_out = p->o + o_bytes / sizeof(float);
     CHECK(cudaMalloc(&p->copy_dst, p->state_bytes));
-    const KdnShape s = shape_of(p);
-    CHECK(cudaMalloc(&p->workspace, kdn_chunk_buffers_bytes(&s)));
-    kdn_chunk_buffers_carve(p->workspace, &s, &p->chunks);
+    const kdn_gdn_call chunked = call_of(p, KDN_PATH_CHUNKED); // the path needing the most workspace
+    if (kdn_gdn_workspace_size(&chunked, &p->workspace_bytes) != KDN_OK) {
+        fprintf(stderr, "decode_ref: libkdn refused T=%d B=%d\n", T, B);
+        exit(1);
+    }
+    CHECK(cudaMalloc(&p->workspace, p->workspace_bytes));
 }
 
 static void free_problem(Problem *p) {
-    float *bufs[] = {p->q, p->k, p->v, p->g, p->beta, p->state, p->o, p->state_out, p->copy_dst};
+    float *bufs[] = {p->q, p->k, p->v, p->g, p->beta, p->state, p->o, p->copy_dst};
     for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cudaFree(bufs[i]);
     cudaFree(p->workspace);
 }
@@ -118,24 +138,22 @@ static void run_ggml(const Problem *p) {
     const uint3 neqk1 = make_uint3(H_K, 0, 0), rq3 = make_uint3(1, 0, 0);
     gated_delta_net_cuda<D, false, false><<<dim3(H_V, p->B, D / 4), dim3(32, 4)>>>(
         p->q, p->k, p->v, p->g, p->beta, p->state, p->o, p->state_out, H_V, T, p->B, sq1, sq2, sq3, sv1, sv2, sv3,
-        sb1, sb2, sb3, neqk1, rq3, 1.0f, 0, 1);
+        sb1, sb2, sb3, neqk1, rq3, 1.0f / sqrtf((float)D), 0, 1);
     CHECK(cudaGetLastError());
 }
 
-static void run_kdn(const Problem *p) {
-    const KdnShape s = shape_of(p);
-    kdn_deltanet_recurrent(&s, p->q, p->k, p->v, p->g, p->beta, p->state, p->o, p->state_out);
+static void run_entry(const Problem *p, kdn_path path) {
+    const kdn_gdn_call c = call_of(p, path);
+    const kdn_status st = kdn_gated_delta_net(&c, p->workspace, p->workspace_bytes);
+    if (st != KDN_OK) {
+        fprintf(stderr, "decode_ref: libkdn: %s\n", kdn_status_message(st));
+        exit(1);
+    }
 }
 
-static void run_two_launch(const Problem *p) {
-    const KdnShape s = shape_of(p);
-    kdn_deltanet_two_launch(&s, &p->chunks, p->q, p->k, p->v, p->g, p->beta, p->state, p->o, p->state_out);
-}
-
-static void run_auto(const Problem *p) {
-    const KdnShape s = shape_of(p);
-    kdn_deltanet_auto(&s, &p->chunks, p->q, p->k, p->v, p->g, p->beta, p->state, p->o, p->state_out);
-}
+static void run_kdn(const Problem *p) { run_entry(p, KDN_PATH_RECURRENT); }
+static void run_two_launch(const Problem *p) { run_entry(p, KDN_PATH_CHUNKED); }
+static void run_auto(const Problem *p) { run_entry(p, KDN_PATH_AUTO); }
 
 static int cmp_float(const void *a, const void *b) {
     float x = *(const float *)a, y = *(const float *)b;
