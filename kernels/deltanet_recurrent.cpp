@@ -13,7 +13,7 @@
 //             with kCols = 2.
 //   workgroup 256 threads = 16 groups of kGroup = 16 lanes (4 waves on gfx906,
 //             8 warps on CUDA; a group never straddles a wave for KDN_WAVE 32 or
-//             64). No LDS, no barriers.
+//             64). No LDS, no barriers, but for the KDA gate (KdaDecays).
 //   group     owns kCols state columns, 16 apart (so each set of 16 is
 //             contiguous across the workgroup), i.e. kCols x D_k floats; the
 //             description below is per column b. Prompts take kCols = 2
@@ -88,15 +88,33 @@ __device__ __forceinline__ void group_sums(float x[N]) {
     if (N % 2) x[N - 1] = group_sum(x[N - 1]);
 }
 
-// One token's inputs as this lane needs them: its rows of k and q (and of
-// the KDA gate), then the scalars of the token: v of each of the lane's
-// kCols columns, g and beta.
-template <int R, bool kKda, int kCols>
+// One token's inputs as this lane needs them: its rows of k and q, then the
+// scalars of the token: v of each of the lane's kCols columns, g (scalar
+// gate: the head's log-decay; KDA: that of state row tid, see
+// KdaDecays) and beta.
+template <int R, int kCols>
 struct TokenIn {
     float k[R], q[R];
-    float gk[kKda ? R : 1]; // KDA: log-decay of this lane's state rows
     float v[kCols], g, beta;
 };
+
+// KDA: the decay factor of state row i, e^g[i], is the same for every column
+// of the head, so the workgroup computes each once per token, thread i for
+// row i, into LDS (two buffers: token t's factors are read while token
+// t + 1's are written), and every lane reads its R rows' factors there.
+// Computed by each lane for its own rows, a token cost R kdn_decay per lane
+// (16 columns of the workgroup recomputing the same 16 R factors) and made
+// the KDA prompt issue-bound: 1.5x ggml's kernel at T = 64 on the H100.
+template <bool kKda>
+struct KdaDecays {
+    float f[2][kKda ? kBlock : 1];
+};
+
+// Thread tid's row: its factor of the token whose gate g it holds, into buffer buf.
+template <bool kKda>
+__device__ __forceinline__ void kda_put(KdaDecays<kKda> &L, int buf, float g) {
+    if (kKda) L.f[buf][threadIdx.x] = kdn_decay(g);
+}
 
 // Where a token of this lane's (sequence, head, column, rows) sits in each
 // input, and how far apart tokens are (floats; tokens are uniform). The
@@ -146,15 +164,24 @@ __device__ __forceinline__ void store_rows(float *p, int n_rows, const float x[R
 }
 
 // dv[i]: where column i's v sits relative to p.v (dv[0] = 0).
-template <int R, bool kFull, bool kKda, bool kVec, int kCols>
-__device__ __forceinline__ void load_token(TokenIn<R, kKda, kCols> &x, const TokenPtrs &p, int n_rows,
-                                           const int dv[kCols]) {
+// kda_row_ok: KDA, this thread's gate row (tid) exists (< D_k).
+template <int R, bool kFull, bool kVec, int kCols>
+__device__ __forceinline__ void load_token(TokenIn<R, kCols> &x, const TokenPtrs &p, int n_rows, const int dv[kCols],
+                                           bool g_ok) {
     load_rows<R, kFull, kVec>(p.k, n_rows, x.k);
     load_rows<R, kFull, kVec>(p.q, n_rows, x.q);
-    if (kKda) load_rows<R, kFull, kVec>(p.g, n_rows, x.gk);
     for (int i = 0; i < kCols; i++) x.v[i] = p.v[dv[i]];
-    x.g = kKda ? 0.0f : p.g[0];
+    x.g = g_ok ? p.g[0] : 0.0f;
     x.beta = p.beta[0];
+}
+
+// The KDA factors of this lane's rows from buffer `buf` (rows in the order
+// load_rows gives them).
+template <int R, bool kVec, bool kKda>
+__device__ __forceinline__ void kda_factors(const KdaDecays<kKda> &L, int buf, int row0, float f[R]) {
+    typedef Rows<kVec> Lr;
+    for (int c = 0; kKda && c < R / Lr::kRun; c++)
+        for (int e = 0; e < Lr::kRun; e++) f[c * Lr::kRun + e] = L.f[buf][row0 + c * Lr::kStride + e];
 }
 
 // Stores this lane's rows of its columns of S (those inside D_v) into
@@ -207,39 +234,56 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnLayerC
     // !kFull) hold zeros in S, k and q, so they add nothing anywhere.
     const int n_rows = D_k - row0;
 
-    const float *__restrict__ state_in = c.state_in;
+    // Not __restrict__: with it nvcc may read the state before
+    // kdn_wait_prior_grid (a restrict const load is taken as invariant).
+    const float *state_in = c.state_in;
     const size_t s_off = ((size_t)(seq * H_v + h) * D_v + b[0]) * D_k + row0; // column i: + dv[i] * D_k
     float S[kCols][R];
+    // Everything above is arithmetic on the call: on CUDA it overlaps the
+    // previous kernel's tail (programmatic dependent launch, KDN_LAUNCH_PDL);
+    // no memory is touched before this wait.
+    kdn_wait_prior_grid();
+    kdn_release_next_grid();
     for (int i = 0; i < kCols; i++) load_rows<R, kFull, kVec>(state_in + s_off + (size_t)dv[i] * D_k, n_rows, S[i]);
 
     TokenPtrs p;
     p.k = c.k + seq * c.k_st[2] + hk * c.k_st[0] + row0;
     p.q = c.q + seq * c.q_st[2] + hk * c.q_st[0] + row0;
     p.v = c.v + seq * c.v_st[2] + h * c.v_st[0] + b[0];
-    p.g = c.g + seq * c.g_st[2] + h * c.g_st[0] + (kKda ? row0 : 0);
+    p.g = c.g + seq * c.g_st[2] + h * c.g_st[0] + (kKda ? tid : 0);
     p.beta = c.beta + seq * c.beta_st[2] + h * c.beta_st[0];
     p.st_k = c.k_st[1], p.st_q = c.q_st[1], p.st_v = c.v_st[1], p.st_g = c.g_st[1], p.st_beta = c.beta_st[1];
     const size_t st_o = (size_t)H_v * D_v;
     float *ob = c.o + ((size_t)seq * T * H_v + h) * D_v + b[0]; // column i: ob[dv[i]]
 
     // p points at token min(t + 1, T - 1) during token t
-    TokenIn<R, kKda, kCols> cur;
-    if (T > 0) load_token<R, kFull, kKda, kVec, kCols>(cur, p, n_rows, dv);
+    static_assert(!kKda || kAhead, "the KDA factors of token t + 1 are made during token t");
+    const bool g_ok = !kKda || tid < D_k;
+    __shared__ KdaDecays<kKda> kda;
+    TokenIn<R, kCols> cur;
+    if (T > 0) load_token<R, kFull, kVec, kCols>(cur, p, n_rows, dv, g_ok);
     if (T > 1) p.next();
+    if (kKda) {
+        kda_put<kKda>(kda, 0, T > 0 ? cur.g : 0.0f); // T = 0: no token, nothing reads it
+        __syncthreads();
+    }
 
     // The decode instantiation (no token ahead) is launched for T <= 1 only:
     // a loop of at most one trip keeps no token pointers live across it.
     const int n_tokens = kAhead ? T : (T < 1 ? T : 1);
     for (int t = 0; t < n_tokens; t++) {
         // Prefetch token t + 1 (the last token reloads itself: branch-free).
-        TokenIn<R, kKda, kCols> nxt;
-        if (kAhead) load_token<R, kFull, kKda, kVec, kCols>(nxt, p, n_rows, dv);
+        TokenIn<R, kCols> nxt;
+        if (kAhead) load_token<R, kFull, kVec, kCols>(nxt, p, n_rows, dv, g_ok);
 
         // KDA decays each row by its own factor before anything reads S; the
         // scalar gate is folded into the formulas below (a).
-        if (kKda)
+        if (kKda) {
+            float f[R];
+            kda_factors<R, kVec, kKda>(kda, t & 1, row0, f); // mutate: kda_factors
             for (int i = 0; i < kCols; i++)
-                for (int r = 0; r < R; r++) S[i][r] *= kdn_decay(cur.gk[r]);
+                for (int r = 0; r < R; r++) S[i][r] *= f[r];
+        }
         // The chain from one token to the next runs through sk only: reduce it
         // first; S.q of each column and k.q (needed just for o) are reduced
         // after the update. k.q is the same for all the group's columns.
@@ -269,8 +313,12 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnLayerC
         ob += st_o;
         // Snapshot slot T-1-t holds the state after token t (slot 0: final).
         if (kSnap && T - 1 - t < c.K) store_states<R, kFull, kVec, kCols>(c, S, T - 1 - t, s_off, n_rows, col_ok, dv); // mutate: rec_snapshot
+        if (kKda) { // token t + 1's factors (the last token's reload of itself: unread)
+            kda_put<kKda>(kda, (t + 1) & 1, nxt.g);
+            __syncthreads();
+        }
         if (kAhead) cur = nxt;
-        else if (t + 1 < T) load_token<R, kFull, kKda, kVec, kCols>(cur, p, n_rows, dv);
+        else if (t + 1 < T) load_token<R, kFull, kVec, kCols>(cur, p, n_rows, dv, g_ok);
         if (t + 2 < T) p.next();
     }
     // Without kSnap, or with no token at all: slot 0 gets the state as it is now.
@@ -321,15 +369,15 @@ template <int R, bool kFull, bool kVec>
 static void launch(const KdnLayerCall *c) {
     const dim3 block(kBlock);
     if (c->kda)
-        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, true, true, kVec, true, 1>), grid_of(c, 1), block, 0, *c);
+        KDN_LAUNCH_PDL((kernel_deltanet_recurrent<R, kFull, true, true, kVec, true, 1>), grid_of(c, 1), block, 0, *c);
     else if (c->K > 1)
-        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, true, kVec, true, 1>), grid_of(c, 1), block, 0, *c);
+        KDN_LAUNCH_PDL((kernel_deltanet_recurrent<R, kFull, false, true, kVec, true, 1>), grid_of(c, 1), block, 0, *c);
     else if (c->s.T > 1 && prompt_two_cols<R, kFull, kVec>(c))
-        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, false, kVec, true, 2>), grid_of(c, 2), block, 0, *c);
+        KDN_LAUNCH_PDL((kernel_deltanet_recurrent<R, kFull, false, false, kVec, true, 2>), grid_of(c, 2), block, 0, *c);
     else if (c->s.T > 1)
-        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, false, kVec, true, 1>), grid_of(c, 1), block, 0, *c);
+        KDN_LAUNCH_PDL((kernel_deltanet_recurrent<R, kFull, false, false, kVec, true, 1>), grid_of(c, 1), block, 0, *c);
     else
-        KDN_LAUNCH((kernel_deltanet_recurrent<R, kFull, false, false, kVec, false, 1>), grid_of(c, 1), block, 0, *c);
+        KDN_LAUNCH_PDL((kernel_deltanet_recurrent<R, kFull, false, false, kVec, false, 1>), grid_of(c, 1), block, 0, *c);
 }
 
 static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }

@@ -48,6 +48,8 @@ fault rec_decay $R rec_state 's/S\[i\]\[r\] = fmaf\(cur.k\[r\], d\[i\], a \* S\[
 fault rec_decay_after_update $R rec_state 's/S\[i\]\[r\] = fmaf\(cur.k\[r\], d\[i\], a \* S\[i\]\[r\]\)/S[i][r] = a * fmaf(cur.k[r], d[i], S[i][r])/' "$REC"
 # ggml's scale of q wrong (its square root) in the chunked path's outputs (the library's rows through the chunked kernels)
 fault two_launch_q_scale $W two_launch_q_scale 's/xq\[a\]\[b\] \*= q_scale;/xq[a][b] *= sqrtf(q_scale);/' 'gdn_T64_chunked gdn_T200_auto_perm'
+# KDA: token t's row factors read from the buffer being filled with token t + 1's
+fault kda_factor_buffer $R kda_factors 's/kda, t & 1,/kda, (t + 1) & 1,/' 'gdn_*kda*'
 # the per-token decay factor off by 2^-23 with a steady sign (as CUDA's expf was, a tenth of it:
 # docs/tolerances.md): the weak-decay T = 1000 grid case must see it
 fault rec_decay_biased $R rec_decay_factor 's/kdn_decay\(cur.g\)/(expf(cur.g) * (1.0f + 0x1p-23f))/' "grid_recurrent"
@@ -92,6 +94,7 @@ QUICK_BARRIERS=
 # ascending-only executor (after phases c and d).
 barriers $W "$TWO" "intra_after_tiles intra_after_invert"
 barriers $O "$ONE_LAUNCH"
+barriers $R 'gdn_*kda*'
 barriers phases/kernels/gemm.cpp 'gemm_*'
 barriers phases/kernels/triangular.cpp 'solve_tri*'
 

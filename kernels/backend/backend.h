@@ -112,6 +112,53 @@ void kdn_note_launch(const char *kernel, int code, const char *message);
 extern thread_local void *kdn_launch_stream;
 #endif
 
+// Programmatic dependent launch (CUDA, sm_90 and later): KDN_LAUNCH_PDL lets
+// a kernel start while the stream's previous kernel finishes, so that its
+// launch and its arithmetic on the call overlap that kernel's tail, as
+// ggml's CUDA kernels do (a decode step is mostly such latency). The kernel
+// must call kdn_wait_prior_grid() before it touches memory (it then sees
+// everything the previous kernel wrote), and calls kdn_release_next_grid()
+// to let the next such kernel start early in turn. On HIP, the CPU executor
+// and CUDA code built for an older target it is KDN_LAUNCH and the two calls
+// do nothing.
+#if defined(KDN_BACKEND_CUDA)
+__device__ __forceinline__ void kdn_wait_prior_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void kdn_release_next_grid() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+// 1 when the library's kernels carry the wait (PTX of sm_90 or later, asked
+// of the runtime once: every kernel is built for the same targets).
+int kdn_pdl_capable(const void *kernel);
+template <typename... Params, typename... Args>
+static inline cudaError_t kdn_launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shmem,
+                                         Args... args) {
+    cudaLaunchAttribute attr;
+    attr.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = grid, cfg.blockDim = block, cfg.dynamicSmemBytes = shmem;
+    cfg.stream = (cudaStream_t)kdn_launch_stream;
+    cfg.attrs = &attr;
+    cfg.numAttrs = kdn_pdl_capable((const void *)kernel) ? 1 : 0;
+    return cudaLaunchKernelEx(&cfg, kernel, args...);
+}
+#define KDN_LAUNCH_PDL(kernel, grid, block, shmem, ...)                           \
+    do {                                                                          \
+        cudaError_t kdn_e_ = kdn_launch_pdl(kernel, grid, block, shmem, __VA_ARGS__); \
+        kdn_note_launch(#kernel, (int)kdn_e_, cudaGetErrorString(kdn_e_));        \
+    } while (0)
+#else
+__device__ __forceinline__ void kdn_wait_prior_grid() {}
+__device__ __forceinline__ void kdn_release_next_grid() {}
+#define KDN_LAUNCH_PDL KDN_LAUNCH
+#endif
+
 // A launcher that cannot run a shape (beyond a kernel's documented limits)
 // calls this instead of launching; kdn_sync() then reports it as the error.
 void kdn_launch_refused(const char *kernel, const char *why);

@@ -38,6 +38,18 @@ int kdn_round_workgroups(const void *kernel, int threads) {
     return mps * per_mp;
 }
 
+#if defined(KDN_BACKEND_CUDA)
+int kdn_pdl_capable(const void *kernel) {
+    static const int capable = [kernel] {
+        cudaFuncAttributes a;
+        if (cudaFuncGetAttributes(&a, kernel) == cudaSuccess) return a.ptxVersion >= 90 ? 1 : 0;
+        (void)cudaGetLastError(); // not a launch error: the next launch must not report it
+        return 0;
+    }();
+    return capable;
+}
+#endif
+
 void kdn_launch_refused(const char *kernel, const char *why) {
     if (launch_error[0] == 0) snprintf(launch_error, sizeof launch_error, "%s refused the shape: %s", kernel, why);
 }
