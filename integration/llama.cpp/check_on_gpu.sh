@@ -67,7 +67,8 @@ fi
 tbo="$build/bin/test-backend-ops"
 strip_colours() { sed 's/\x1b\[[0-9;]*m//g'; }
 # name:environment of each run; "nopdl": ggml's programmatic dependent launch off (GGML_CUDA_PDL=0, CUDA only),
-# which lets ggml's kernels start while the previous kernel finishes -- libkdn launches without it.
+# which lets ggml's kernels start while the previous kernel finishes (libkdn's recurrent kernel launches that way
+# whatever the variable says).
 test_runs="kdn:GGML_KDN_DISABLE=0 stock:GGML_KDN_DISABLE=1"
 perf_runs=$test_runs
 [ "$backend" = cuda ] && perf_runs="$perf_runs kdn-nopdl:GGML_KDN_DISABLE=0,GGML_CUDA_PDL=0 stock-nopdl:GGML_KDN_DISABLE=1,GGML_CUDA_PDL=0"
