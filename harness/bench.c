@@ -35,6 +35,19 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
+/* b's label: `label`, or "label#k" for its k-th timing in this test. */
+static void name_timing(const Ctx *c, BenchResult *b, const char *label) {
+    int seen = 1;
+    for (const BenchResult *p = c->bench; p < b; p++) {
+        size_t n = strlen(label);
+        seen += strncmp(p->label, label, n) == 0 && (p->label[n] == 0 || p->label[n] == '#');
+    }
+    if (seen == 1)
+        snprintf(b->label, sizeof b->label, "%s", label);
+    else
+        snprintf(b->label, sizeof b->label, "%s#%d", label, seen);
+}
+
 void bench_work(Ctx *c, const char *label, void (*work)(void *arg), void *arg, double bytes, double flops) {
     long before = kdn_launch_count();
     work(arg); /* the run the test verifies */
@@ -59,7 +72,7 @@ void bench_work(Ctx *c, const char *label, void (*work)(void *arg), void *arg, d
     }
     qsort(ms, (size_t)n, sizeof ms[0], cmp_double);
     BenchResult *b = &c->bench[c->n_bench++];
-    b->label = label;
+    name_timing(c, b, label);
     b->median_ms = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
     b->min_ms = ms[0];
     b->bytes = bytes;

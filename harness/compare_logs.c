@@ -241,10 +241,29 @@ static int index_rows(Log *log, char *err, size_t size) {
     return 0;
 }
 
+/* Why the text is not a log at all, before its lines are read: binary data
+ * (a control character other than tab and line feed), Windows line ends
+ * (CR LF: the log is written with LF alone), or another first line. NULL
+ * when it starts as a log. */
+static const char *not_a_log(const char *text, size_t len, char *why, size_t size) {
+    for (size_t i = 0; i < len; i++) {
+        unsigned char ch = (unsigned char)text[i];
+        if (ch == '\r' && i + 1 < len && text[i + 1] == '\n')
+            return snprintf(why, size, "CR LF line ends (byte %zu): a log's lines end in LF alone", i), why;
+        if ((ch < 0x20 && ch != '\t' && ch != '\n') || ch == 0x7f)
+            return snprintf(why, size, "binary data (byte %zu is 0x%02x): not a text log", i, ch), why;
+    }
+    size_t magic = strlen(LOG_MAGIC);
+    if (len <= magic || memcmp(text, LOG_MAGIC, magic) != 0 || text[magic] != '\n')
+        return snprintf(why, size, "not a test_deltanet log (first line is not '%s')", LOG_MAGIC), why;
+    return NULL;
+}
+
 /* Header, column line, rows, "# end\t<rows>" exactly; nothing after it. */
 static int parse_log(Log *log, size_t len, char *err, size_t size) {
-    if (memchr(log->text, 0, len)) return snprintf(err, size, "%s: a NUL byte: not a text log", log->path), -1;
-    if (len == 0 || log->text[len - 1] != '\n')
+    char why[200];
+    if (not_a_log(log->text, len, why, sizeof why)) return snprintf(err, size, "%s: %s", log->path, why), -1;
+    if (log->text[len - 1] != '\n')
         return snprintf(err, size, "%s: truncated (the last line has no line end)", log->path), -1;
     size_t lines = 0; /* rows <= lines: one allocation */
     for (const char *p = log->text; (p = memchr(p, '\n', len - (size_t)(p - log->text))); p++) lines++;
@@ -252,17 +271,12 @@ static int parse_log(Log *log, size_t len, char *err, size_t size) {
         return snprintf(err, size, "%s: out of memory for %zu rows", log->path, lines), -1;
     bool columns_seen = false, ended = false;
     int lineno = 0;
-    char why[200];
     for (char *line = log->text, *next; *line; line = next) {
         next = strchr(line, '\n');
         *next++ = 0;
         lineno++;
         if (ended) return snprintf(err, size, "%s:%d: a line after the '# end' line", log->path, lineno), -1;
-        if (lineno == 1) {
-            if (strcmp(line, LOG_MAGIC) != 0)
-                return snprintf(err, size, "%s: not a test_deltanet log (first line is not '%s')", log->path, LOG_MAGIC), -1;
-            continue;
-        }
+        if (lineno == 1) continue; /* LOG_MAGIC: not_a_log */
         if (strncmp(line, LOG_INCOMPLETE, strlen(LOG_INCOMPLETE)) == 0)
             return snprintf(err, size, "%s:%d: an incomplete log (%s)", log->path, lineno, line + strlen(LOG_INCOMPLETE)), -1;
         if (columns_seen && strncmp(line, LOG_END, strlen(LOG_END)) == 0) {

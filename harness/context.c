@@ -28,6 +28,9 @@ void ctx_end(Ctx *c) {
     for (int i = 0; i < c->n_bufs; i++) kdn_free(c->bufs[i].base);
     for (int i = 0; i < c->n_host; i++) free(c->host[i]);
     c->n_bufs = c->n_host = 0;
+    free(c->dumped);
+    c->dumped = NULL;
+    c->n_dumped = c->dumped_cap = 0;
 }
 
 void test_fail(Ctx *c, const char *fmt, ...) {

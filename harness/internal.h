@@ -38,10 +38,12 @@ typedef struct {
     size_t n;
 } DevBuf;
 
-/* One bench_work label's timing (--bench). */
+/* One bench_work label's timing (--bench). A label a test times again
+ * (the same variant on another head map) is kept as "<label>#2", "#3"...:
+ * a log row's key (name, bench:<label>) is unique. */
 #define MAX_BENCH 8
 typedef struct {
-    const char *label;
+    char label[48];
     double median_ms, min_ms;
     double bytes, flops;
     long launches; /* kernel launches per call */
@@ -50,12 +52,16 @@ typedef struct {
 
 #define MAX_BUFS 96
 #define MAX_HOST 128
-#define MAX_DUMPED 64
+/* A tensor name dumped in this test and how often (its repeats' suffixes). */
+typedef struct {
+    char name[48];
+    int times;
+} Dumped;
 struct Ctx {
     const char *test_name; /* for --dump and --load file names (tensors.c) */
     bool inputs_dumped;    /* a structured input was dumped: dev_in dumps no more */
-    int n_dumped;
-    char dumped[MAX_DUMPED][48]; /* names dumped so far, for the _2, _3 suffixes */
+    Dumped *dumped;        /* malloc'd, n_dumped of them (ctx_end frees it) */
+    size_t n_dumped, dumped_cap;
     uint64_t rng_state;
     bool verbose;
     int bench_reps; /* 0: not benchmarking */

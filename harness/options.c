@@ -16,6 +16,9 @@ static int fail_usage(char *err, size_t size, const char *fmt, const char *arg) 
     return 2;
 }
 
+#define MAX_SEED 0x7fffffffL
+#define MAX_SEED_TEXT "2147483647"
+
 static bool parse_int(const char *s, long lo, long hi, long *out) {
     char *end;
     errno = 0;
@@ -25,21 +28,23 @@ static bool parse_int(const char *s, long lo, long hi, long *out) {
     return true;
 }
 
-/* --set keys: Shape fields with their allowed range, as the error says it. */
+/* --set keys: Shape fields with their allowed range, as the error says it;
+ * `dims`: a tensor dimension, which --load takes from the files instead. */
 static const struct {
     const char *key;
     size_t offset;
     long lo, hi;
     const char *limit;
+    bool dims;
 } set_keys[] = {
-    {"T", offsetof(Shape, T), 1, 1 << 20, "1 to 1048576"},
-    {"n_seqs", offsetof(Shape, n_seqs), 1, 65535, "1 to 65535"},
-    {"H_k", offsetof(Shape, H_k), 1, 65535, "1 to 65535"},
-    {"H_v", offsetof(Shape, H_v), 1, 65535, "1 to 65535, a multiple of H_k"},
-    {"D_k", offsetof(Shape, D_k), 1, 128, "1 to 128 (the kernels' limit)"},
-    {"D_v", offsetof(Shape, D_v), 1, 4096, "1 to 4096"},
-    {"chunk", offsetof(Shape, chunk), 32, 64, "32 or 64"},
-    {"head_map", offsetof(Shape, head_map), 0, 1, "tiled or block (or 0, 1)"},
+    {"T", offsetof(Shape, T), 1, 1 << 20, "1 to 1048576", true},
+    {"n_seqs", offsetof(Shape, n_seqs), 1, 65535, "1 to 65535", true},
+    {"H_k", offsetof(Shape, H_k), 1, 65535, "1 to 65535", true},
+    {"H_v", offsetof(Shape, H_v), 1, 65535, "1 to 65535, a multiple of H_k", true},
+    {"D_k", offsetof(Shape, D_k), 1, 128, "1 to 128 (the kernels' limit)", true},
+    {"D_v", offsetof(Shape, D_v), 1, 4096, "1 to 4096", true},
+    {"chunk", offsetof(Shape, chunk), 32, 64, "32 or 64", false},
+    {"head_map", offsetof(Shape, head_map), 0, 1, "tiled or block (or 0, 1)", false},
 };
 enum { N_SET_KEYS = sizeof set_keys / sizeof set_keys[0] };
 
@@ -53,8 +58,8 @@ static int parse_set(const char *arg, Options *o, char *err, size_t size) {
     const char *val = eq + 1;
     long v;
     if (klen == 4 && strncmp(arg, "seed", 4) == 0) {
-        if (!parse_int(val, 0, 0x7fffffffL, &v))
-            return fail_usage(err, size, "--set '%s': seed is a whole number 0 to 2147483647", arg);
+        if (!parse_int(val, 0, MAX_SEED, &v))
+            return fail_usage(err, size, "--set '%s': seed is a whole number 0 to " MAX_SEED_TEXT, arg);
         o->seed = (uint64_t)v;
         return 0;
     }
@@ -82,8 +87,14 @@ int apply_set(const Options *o, const Test *t, Test *out, char *err, size_t size
     if ((!o->set_fields && !o->load_dir) || t->shape.chunk == 0) return 0;
     for (int i = 0; i < N_SET_KEYS; i++)
         if (o->set_fields & (1u << i)) *shape_field(&out->shape, i) = *shape_field((Shape *)&o->set, i);
-    /* --load: the tensor dimensions are the files' */
+    /* --load: the tensor dimensions are the files', in --set's ranges */
     if (o->load_dir && layer_shape_from_files(o->load_dir, t->name, &out->shape, err, size) != 0) return 2;
+    for (int i = 0; o->load_dir && i < N_SET_KEYS; i++) {
+        long v = *shape_field(&out->shape, i);
+        if (set_keys[i].dims && (v < set_keys[i].lo || v > set_keys[i].hi))
+            return snprintf(err, size, "--load: the files give %s = %ld, out of range: %s is %s", set_keys[i].key, v,
+                            set_keys[i].key, set_keys[i].limit), 2;
+    }
     if (out->shape.H_k > 0 && out->shape.H_v % out->shape.H_k != 0) { /* phase 4-5 rows have no heads */
         snprintf(err, size, "--set: test %s would have H_v = %d, not a multiple of H_k = %d", t->name, out->shape.H_v,
                  out->shape.H_k);
@@ -181,8 +192,13 @@ static const char *option_name(int code) {
 }
 
 /* An option getopt did not take: a prefix of several ("--s": --seed, --set)
- * is ambiguous, anything else unknown. */
-static int bad_option(const char *arg, char *err, size_t size) {
+ * is ambiguous, anything else unknown. A short option is named by itself,
+ * also inside a cluster ("-xv": '-x'), where arg is not the option's word. */
+static int bad_option(const char *arg, int short_opt, char *err, size_t size) {
+    if (strncmp(arg, "--", 2) != 0 && short_opt) {
+        char name[3] = {'-', (char)short_opt, 0};
+        return fail_usage(err, size, "unknown option '%s' (--help lists the options)", name);
+    }
     size_t len = strncmp(arg, "--", 2) == 0 ? strcspn(arg + 2, "=") : 0;
     char names[256] = "";
     int n = 0;
@@ -276,7 +292,8 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
             rc = check_pattern(optarg, err, size);
             break;
         case 's':
-            if (!parse_int(optarg, 0, 0x7fffffffL, &v)) return fail_usage(err, size, "invalid seed '%s': a non-negative integer", optarg);
+            if (!parse_int(optarg, 0, MAX_SEED, &v))
+                return fail_usage(err, size, "invalid seed '%s': a whole number 0 to " MAX_SEED_TEXT, optarg);
             o->seed = (uint64_t)v;
             break;
         case 'S': rc = parse_set(optarg, o, err, size); break;
@@ -302,7 +319,7 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
                 return fail_usage(err, size, "invalid --max-seconds '%s': a number of seconds > 0", optarg);
             break;
         case ':': return fail_usage(err, size, "option '%s' needs a value", argv[optind - 1]);
-        default: return bad_option(argv[optind - 1], err, size);
+        default: return bad_option(argv[optind - 1], optopt > 0 && optopt < 128 ? optopt : 0, err, size);
         }
         if (rc) return rc;
     }

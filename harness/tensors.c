@@ -89,54 +89,135 @@ int npy_write(const char *path, const void *data, int word, int ndim, const size
     return rc ? fail(err, size, "writing %s failed: %s", path, strerror(why)) : 0;
 }
 
-/* The value of 'key' in a header dict: the text after its colon. */
-static const char *dict_value(const char *dict, const char *key) {
-    size_t klen = strlen(key);
-    for (const char *p = dict; (p = strstr(p, key)) != NULL; p += klen) {
-        if (p == dict || (p[-1] != '\'' && p[-1] != '"') || p[klen] != p[-1]) continue;
-        const char *s = p + klen + 1;
-        while (*s == ' ') s++;
-        if (*s != ':') return NULL;
-        for (s++; *s == ' '; s++) {}
-        return s;
-    }
-    return NULL;
+/* The header dict is a Python literal, read as numpy reads it: exactly the
+ * keys descr, fortran_order and shape, once each (numpy refuses others),
+ * string keys and descr, False or True, a tuple of whole numbers. A cursor
+ * over the dict's text: */
+typedef struct {
+    const char *p;
+    const char *path;
+    char *err;
+    size_t size;
+} Dict;
+
+static void skip_blanks(Dict *d) {
+    while (*d->p == ' ' || *d->p == '\t' || *d->p == '\n') d->p++;
 }
 
-static int parse_dict(const char *path, const char *dict, NpyHeader *h, char *err, size_t size) {
-    const char *d = dict_value(dict, "descr"), *fo = dict_value(dict, "fortran_order"), *sh = dict_value(dict, "shape");
-    if (!d || !fo || !sh) return fail(err, size, "%s: malformed .npy header (descr, fortran_order or shape missing)", path);
-    if (strncmp(d + 1, "<f4", 3) == 0 && (d[0] == '\'' || d[0] == '"') && d[4] == d[0])
-        h->word = 4;
-    else if (strncmp(d + 1, "<f8", 3) == 0 && (d[0] == '\'' || d[0] == '"') && d[4] == d[0])
-        h->word = 8;
-    else
-        return fail(err, size, "%s: element type %.*s is not little-endian float32 or float64 ('<f4', '<f8')", path,
-                    (int)strcspn(d, ","), d);
-    if (strncmp(fo, "False", 5) != 0) return fail(err, size, "%s: Fortran order; only C order is read", path);
-    if (*sh != '(') return fail(err, size, "%s: malformed shape in .npy header", path);
-    h->ndim = 0;
-    unsigned long long count = 1;
-    for (const char *p = sh + 1;;) {
-        while (*p == ' ' || *p == ',') p++;
-        if (*p == ')') break;
-        char *end;
-        errno = 0;
-        unsigned long long v = strtoull(p, &end, 10);
-        if (end == p || errno || !isdigit((unsigned char)*p) || h->ndim == NPY_MAX_DIMS)
-            return fail(err, size, "%s: malformed shape in .npy header", path);
-        if (v && count > (1ull << 40) / v) /* no size_t overflow below */
-            return fail(err, size, "%s: shape too large (over 2^40 elements)", path);
-        count *= v ? v : 1;
-        h->shape[h->ndim++] = (size_t)v;
-        p = end;
-    }
+static int malformed(Dict *d, const char *what) {
+    return fail(d->err, d->size, "%s: malformed .npy header: %s at '%.20s'", d->path, what, d->p);
+}
+
+/* A quoted string without escapes into out. */
+static int read_string(Dict *d, char *out, size_t size) {
+    char quote = *d->p;
+    if (quote != '\'' && quote != '"') return malformed(d, "expected a quoted string");
+    const char *end = strchr(d->p + 1, quote);
+    size_t len = end ? (size_t)(end - d->p - 1) : 0;
+    if (!end || memchr(d->p + 1, '\\', len) || len >= size) return malformed(d, "a string too long, unclosed or escaped");
+    memcpy(out, d->p + 1, len);
+    out[len] = 0;
+    d->p = end + 1;
     return 0;
 }
 
+static int read_descr(Dict *d, NpyHeader *h) {
+    char descr[16];
+    const char *at = d->p;
+    if (read_string(d, descr, sizeof descr) != 0) return -1;
+    h->word = strcmp(descr, "<f4") == 0 ? 4 : strcmp(descr, "<f8") == 0 ? 8 : 0;
+    if (!h->word)
+        return fail(d->err, d->size, "%s: element type %.*s is not little-endian float32 or float64 ('<f4', '<f8')",
+                    d->path, (int)(d->p - at), at);
+    return 0;
+}
+
+static int read_fortran_order(Dict *d) {
+    if (strncmp(d->p, "False", 5) == 0 && !isalnum((unsigned char)d->p[5])) return d->p += 5, 0;
+    if (strncmp(d->p, "True", 4) == 0 && !isalnum((unsigned char)d->p[4]))
+        return fail(d->err, d->size, "%s: Fortran order; only C order is read", d->path);
+    return malformed(d, "fortran_order is not False or True");
+}
+
+/* "(2, 3)", "(5,)" or "()": a one-element tuple has its comma. */
+static int read_shape(Dict *d, NpyHeader *h) {
+    if (*d->p != '(') return malformed(d, "shape is not a tuple");
+    d->p++;
+    h->ndim = 0;
+    unsigned long long count = 1;
+    bool comma = false;
+    for (skip_blanks(d); *d->p != ')'; skip_blanks(d)) {
+        char *end;
+        errno = 0;
+        unsigned long long v = strtoull(d->p, &end, 10);
+        if (!isdigit((unsigned char)*d->p) || errno || h->ndim == NPY_MAX_DIMS) return malformed(d, "a bad dimension");
+        if (v && count > (1ull << 40) / v) /* no size_t overflow below */
+            return fail(d->err, d->size, "%s: shape too large (over 2^40 elements)", d->path);
+        count *= v ? v : 1;
+        h->shape[h->ndim++] = (size_t)v;
+        d->p = end;
+        skip_blanks(d);
+        if ((comma = *d->p == ',')) d->p++;
+        else if (*d->p != ')') return malformed(d, "expected ',' or ')' in shape");
+    }
+    if (h->ndim == 1 && !comma) return malformed(d, "'(n)' is a number, a one-dimensional shape is '(n,)'");
+    d->p++;
+    return 0;
+}
+
+static int parse_dict(const char *path, const char *dict, NpyHeader *h, char *err, size_t size) {
+    static const char *const keys[3] = {"descr", "fortran_order", "shape"};
+    bool seen[3] = {false, false, false};
+    Dict d = {dict, path, err, size};
+    skip_blanks(&d);
+    if (*d.p++ != '{') return d.p--, malformed(&d, "expected '{'");
+    for (skip_blanks(&d); *d.p != '}'; skip_blanks(&d)) {
+        char key[32];
+        if (read_string(&d, key, sizeof key) != 0) return -1;
+        int k = 0;
+        while (k < 3 && strcmp(key, keys[k]) != 0) k++;
+        if (k == 3 || seen[k])
+            return fail(err, size, "%s: malformed .npy header: %s key '%s' (only descr, fortran_order, shape, once each)",
+                        path, k == 3 ? "an extra" : "a repeated", key);
+        seen[k] = true;
+        skip_blanks(&d);
+        if (*d.p != ':') return malformed(&d, "expected ':'");
+        d.p++;
+        skip_blanks(&d);
+        int rc = k == 0 ? read_descr(&d, h) : k == 1 ? read_fortran_order(&d) : read_shape(&d, h);
+        if (rc != 0) return -1;
+        skip_blanks(&d);
+        if (*d.p == ',') d.p++;
+        else if (*d.p != '}') return malformed(&d, "expected ',' or '}'");
+    }
+    d.p++;
+    skip_blanks(&d);
+    if (*d.p) return malformed(&d, "text after the dict");
+    if (!seen[0] || !seen[1] || !seen[2])
+        return fail(err, size, "%s: malformed .npy header (descr, fortran_order or shape missing)", path);
+    return 0;
+}
+
+/* path opened for reading if it is a regular file: a FIFO or a device could
+ * block for ever or never end (opened non-blocking to find out). NULL with
+ * a message otherwise. */
+static FILE *open_regular(const char *path, char *err, size_t size) {
+    int fd = open(path, O_RDONLY | O_NONBLOCK);
+    struct stat st;
+    FILE *f = NULL;
+    if (fd < 0 || fstat(fd, &st) != 0)
+        fail(err, size, "cannot read %s: %s", path, strerror(errno));
+    else if (!S_ISREG(st.st_mode))
+        fail(err, size, "%s is not a regular file", path);
+    else if (!(f = fdopen(fd, "rb")))
+        fail(err, size, "cannot read %s: %s", path, strerror(errno));
+    if (!f && fd >= 0) close(fd);
+    return f;
+}
+
 int npy_read_header(const char *path, NpyHeader *h, char *err, size_t size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return fail(err, size, "cannot read %s: %s", path, strerror(errno));
+    FILE *f = open_regular(path, err, size);
+    if (!f) return -1;
     unsigned char pre[12];
     int rc = -1;
     char *dict = NULL;
@@ -177,8 +258,8 @@ out:
 }
 
 int npy_read_floats(const char *path, const NpyHeader *h, float *dst, char *err, size_t size) {
-    FILE *f = fopen(path, "rb");
-    if (!f) return fail(err, size, "cannot read %s: %s", path, strerror(errno));
+    FILE *f = open_regular(path, err, size);
+    if (!f) return -1;
     size_t n = element_count(h->ndim, h->shape), done = 0;
     if (fseek(f, h->data_offset, SEEK_SET) == 0) {
         if (h->word == 4)
@@ -239,17 +320,30 @@ static void file_name_part(const char *in, char *out, size_t size) {
 }
 
 /* The name to dump `tensor` under in this test: its first dump keeps the
- * name, later ones get _2, _3... */
-static void unique_name(Ctx *c, const char *tensor, char *name, size_t size) {
-    char base[sizeof c->dumped[0]];
+ * reduced name, its k-th gets "__k". A reduced name never holds "__", so a
+ * repeat cannot take another tensor's name ("state #2" is state_2, the
+ * second "state" state__2). 0, or -1 when out of memory. */
+static int unique_name(Ctx *c, const char *tensor, char *name, size_t size) {
+    Dumped *d = c->dumped, *end = c->dumped + c->n_dumped;
+    char base[sizeof d->name];
     file_name_part(tensor, base, sizeof base);
-    int seen = 0;
-    for (int i = 0; i < c->n_dumped; i++) seen += strcmp(c->dumped[i], base) == 0;
-    if (c->n_dumped < MAX_DUMPED) memcpy(c->dumped[c->n_dumped++], base, sizeof base);
-    if (seen)
-        snprintf(name, size, "%s_%d", base, seen + 1);
+    while (d < end && strcmp(d->name, base) != 0) d++;
+    if (d == end) {
+        if (c->n_dumped == c->dumped_cap) {
+            size_t cap = c->dumped_cap ? 2 * c->dumped_cap : 64;
+            Dumped *grown = realloc(c->dumped, cap * sizeof *grown);
+            if (!grown) return -1;
+            c->dumped = grown, c->dumped_cap = cap;
+        }
+        d = &c->dumped[c->n_dumped++];
+        memcpy(d->name, base, sizeof base);
+        d->times = 0;
+    }
+    if (d->times++)
+        snprintf(name, size, "%s__%d", base, d->times);
     else
         snprintf(name, size, "%s", base);
+    return 0;
 }
 
 static void dump(Ctx *c, const char *name, const void *x, int word, int ndim, const size_t *shape) {
@@ -266,8 +360,10 @@ static void dump(Ctx *c, const char *name, const void *x, int word, int ndim, co
 static void dump_named(Ctx *c, const char *tensor, const void *x, int word, int ndim, const size_t *shape) {
     if (!dump_dir) return;
     char name[80];
-    unique_name(c, tensor, name, sizeof name);
-    dump(c, name, x, word, ndim, shape);
+    if (unique_name(c, tensor, name, sizeof name) != 0)
+        test_error(c, "--dump: out of memory for the names of %s's tensors", c->test_name);
+    else
+        dump(c, name, x, word, ndim, shape);
 }
 
 void dump_floats(Ctx *c, const char *tensor, const float *x, int ndim, const size_t *shape) {

@@ -37,6 +37,9 @@ expect 2 "invalid phase '5-2'" --phase 5-2
 expect 2 "did you mean: solve_tri" --test solve_trix
 expect 2 "needs a value" --seed
 expect 2 "invalid seed" --seed -3
+# the range is named past it; an unknown flag in a cluster is named, not the binary
+expect 2 "invalid seed '2147483648': a whole number 0 to 2147483647" --seed 2147483648
+expect 2 "unknown option '-x'" -xv
 expect 2 "unexpected argument" stray
 
 # help and list

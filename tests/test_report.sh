@@ -124,6 +124,20 @@ unreadable garbage.tsv "not a log"
 : >"$tmp/empty.tsv"
 unreadable empty.tsv "an empty file"
 unreadable nonexistent.tsv "a missing file"
+# why a file is not a log: Windows line ends, binary data (each was "not a
+# test_deltanet log", "truncated" or "expected the column line")
+sed 's/$/\r/' "$tmp/a.tsv" >"$tmp/crlf.tsv"
+unreadable crlf.tsv "a log with CR LF line ends"
+expect "$tmp/cmp.err" "crlf.tsv: CR LF line ends (byte [0-9]*): a log's lines end in LF alone" "CR LF: no reason given"
+{ head -n 3 "$tmp/a.tsv"; printf 'PK\003\004\024'; } >"$tmp/binary.tsv"
+unreadable binary.tsv "a log with binary data"
+expect "$tmp/cmp.err" "binary.tsv: binary data (byte [0-9]* is 0x03): not a text log" "binary data: no reason given"
+# a --bench log against itself: a test timing one variant on both head maps
+# has two rows for it, keyed label and label#2 (was "a second row", exit 2)
+"$bin" --bench --reps 1 --test one_launch_T1 --set D_k=8 --set D_v=8 --set H_k=1 --set H_v=2 --log "$tmp/bench.tsv" >"$tmp/bench.out" 2>&1 ||
+    { cat "$tmp/bench.out"; fail "a --bench run failed"; }
+expect "$tmp/bench.tsv" "	bench:one_launch#2	" "a variant timed twice: no second key"
+compare "$tmp/bench.tsv" "$tmp/bench.tsv" 0 "a --bench log against itself"
 
 # ---- --compare cannot be fooled: every way a log could pass a failing run
 # edit IN OUT AWK: OUT is IN rewritten by the awk program (tab-separated)

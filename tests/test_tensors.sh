@@ -116,6 +116,76 @@ open(path, "wb").write(b)
 EOF
 expect 2 "${test}__k.npy: element \[0, 0, 0, 5\] (flat 5) is inf: inputs must be finite" --test $test --load "$tmp/nan"
 grep -q "^\[ERROR\] phase 8  $test" "$tmp/out" || fail "a non-finite input: no [ERROR] line: $(cat "$tmp/out")"
+# a header is read as numpy reads it: a key besides descr, fortran_order and
+# shape is refused even when its string holds a shape; fortran_order is False
+# or True, nothing else (both were read as a good header, the test passed)
+reheader() { # SRC DST DICT: SRC's data under a new header dict
+    python3 - "$@" <<'EOF'
+import struct, sys
+src, dst, new = sys.argv[1:4]
+b = open(src, "rb").read()
+data = 10 + struct.unpack("<H", b[8:10])[0]
+head = new.encode() + b" " * (-(10 + len(new) + 1) % 64) + b"\n"
+open(dst, "wb").write(b[:8] + struct.pack("<H", len(head)) + head + b[data:])
+EOF
+}
+mkdir "$tmp/hdr"
+cp "$tmp/d1/${test}__"*.npy "$tmp/hdr/"
+reheader "$tmp/d1/${test}__g.npy" "$tmp/hdr/${test}__g.npy" \
+    "{'descr': '<f4', 'fortran_order': False, 'note': \"'shape': (2, 50, 6)\", 'shape': (2, 50, 6), }"
+expect 2 "${test}__g.npy: malformed .npy header: an extra key 'note'" --test $test --load "$tmp/hdr"
+reheader "$tmp/d1/${test}__g.npy" "$tmp/hdr/${test}__g.npy" "{'descr': '<f4', 'fortran_order': Falsely, 'shape': (2, 50, 6), }"
+expect 2 "${test}__g.npy: malformed .npy header: fortran_order is not False or True" --test $test --load "$tmp/hdr"
+reheader "$tmp/d1/${test}__g.npy" "$tmp/hdr/${test}__g.npy" "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 50, 6), }"
+expect 0 "max_diff=$want" --test $test --load "$tmp/hdr"
+# a FIFO where a file should be is refused, not opened (the run hung for ever)
+rm "$tmp/hdr/${test}__q.npy"
+mkfifo "$tmp/hdr/${test}__q.npy"
+timeout 20 "$bin" --test $test --load "$tmp/hdr" >"$tmp/out" 2>&1
+rc=$?
+[ $rc = 2 ] && grep -q "${test}__q.npy is not a regular file" "$tmp/out" || fail "--load of a FIFO: exit $rc: $(cat "$tmp/out")"
+ok
+# a well-formed set the kernels cannot run (D_k = 300) is bad input, exit 2,
+# as --set D_k=300 is (it was a kernel FAIL, exit 1)
+mkdir "$tmp/wide"
+python3 - "$tmp/wide" <<'EOF'
+import struct, sys
+def save(name, shape):
+    n = 1
+    for s in shape: n *= s
+    d = "{'descr': '<f4', 'fortran_order': False, 'shape': (%s), }" % ", ".join(map(str, shape))
+    head = d.encode() + b" " * (-(10 + len(d) + 1) % 64) + b"\n"
+    open(f"{sys.argv[1]}/{name}.npy", "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head
+                                                 + struct.pack("<f", -0.1) * n)
+for name, shape in (("q", (1, 2, 1, 300)), ("k", (1, 2, 1, 300)), ("v", (1, 2, 1, 300)), ("g", (1, 2, 1)),
+                    ("beta", (1, 2, 1)), ("state", (1, 1, 300, 300))):
+    save(name, shape)
+EOF
+expect 2 "--load: the files give D_k = 300, out of range: D_k is 1 to 128" --test $test --load "$tmp/wide"
+# --dump of the generated grid: every case's inputs and outputs in files of
+# their own (at most 64 names were kept: later cases overwrote earlier ones;
+# the output 'state #2' overwrote the second case's input 'state')
+"$bin" --test grid_recurrent --dump "$tmp/grid" >"$tmp/out" 2>&1 || fail "--dump of grid_recurrent: $(cat "$tmp/out")"
+cases=$(sed -n 's/.*subset grid: \([0-9]*\) cases run.*/\1/p' "$tmp/out")
+python3 - "$tmp/grid" "$cases" <<'EOF' || fail "--dump of the grid: files overwritten"
+import os, re, struct, sys
+d, cases = sys.argv[1], int(sys.argv[2])
+ndim = {}
+for f in os.listdir(d):
+    if not f.endswith(".npy"): continue
+    b = open(os.path.join(d, f), "rb").read(10 + 512)
+    head = b[10:10 + struct.unpack("<H", b[8:10])[0]].decode()
+    dims = re.search(r"'shape': \(([^)]*)\)", head).group(1)
+    ndim[f] = len([x for x in dims.split(",") if x.strip()])
+def named(pattern):
+    return [f for f in ndim if re.fullmatch("grid_recurrent__" + pattern + r"\.npy", f)]
+inputs, outputs, qs = named(r"state(__\d+)?"), named(r"state_\d+"), named(r"q(__\d+)?")
+assert cases > 6 and len(qs) == cases and len(inputs) == cases and len(outputs) == cases, \
+    (cases, len(qs), len(inputs), len(outputs))
+assert all(ndim[f] == 4 for f in inputs), "an input 'state' file holds a 2-D output"
+assert all(ndim[f] == 2 for f in outputs)
+EOF
+ok
 # one run per --dump directory: a second one is refused while the first runs
 "$bin" --phase 8 --dump "$tmp/busy" >/dev/null 2>&1 &
 busy=$!
