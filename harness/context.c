@@ -16,8 +16,9 @@ static uint64_t hash_name(const char *s) {
     return h;
 }
 
-void ctx_begin(Ctx *c, const Test *t, uint64_t seed, bool verbose, int bench_reps) {
+void ctx_begin(Ctx *c, const Test *t, uint64_t seed, bool verbose, int bench_reps, double max_mem) {
     memset(c, 0, sizeof *c);
+    c->limits = memory_limits(max_mem);
     c->test_name = t->name;
     c->rng_state = seed ^ hash_name(t->name);
     c->verbose = verbose;
@@ -25,10 +26,10 @@ void ctx_begin(Ctx *c, const Test *t, uint64_t seed, bool verbose, int bench_rep
 }
 
 void ctx_end(Ctx *c) {
-    for (int i = 0; i < c->n_bufs; i++) kdn_free(c->bufs[i].base);
-    for (int i = 0; i < c->n_host; i++) free(c->host[i]);
+    for (int i = 0; i < c->n_bufs && !c->heap_damaged; i++) kdn_free(c->bufs[i].base);
+    for (int i = 0; i < c->n_host && !c->heap_damaged; i++) free(c->host[i]);
     c->n_bufs = c->n_host = 0;
-    free(c->dumped);
+    if (!c->heap_damaged) free(c->dumped);
     c->dumped = NULL;
     c->n_dumped = c->dumped_cap = 0;
 }
@@ -74,25 +75,38 @@ void set_shape_desc(Ctx *c, const char *fmt, ...) {
 
 int is_cpu_backend(void) { return strcmp(kdn_backend(), "cpu") == 0; }
 
-/* A test that cannot get its memory fails with the byte count and is left
- * at once (longjmp to run_test), so nothing is launched on a missing buffer;
- * ctx_end frees what it had. The run goes on with the next test. */
-static _Noreturn void abandon_test(Ctx *c, const char *fmt, ...) {
-    char why[256];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    test_fail(c, "%s; the test was stopped there", why);
+/* A test whose memory would pass a limit, or that the system refuses
+ * memory, is refused with the numbers and left at once (longjmp to
+ * run_test), so nothing is launched on a missing buffer; ctx_end frees what
+ * it had. The run goes on with the next test. */
+static _Noreturn void refuse_test(Ctx *c) {
+    c->refused = c->failed = true;
     if (c->abandon) longjmp(*c->abandon, 1);
-    fprintf(stderr, "harness: %s\n", why);
-    exit(2);
+    fprintf(stderr, "harness: %s\n", c->msg);
+    exit(3);
 }
 
 /* n elements of `size` bytes, or SIZE_MAX when that overflows */
 static size_t bytes_of(size_t n, size_t size) { return n > SIZE_MAX / size ? SIZE_MAX : n * size; }
 
-/* Host memory held for a moment on top of the test's arrays (footprint check). */
+/* Refuses the test unless `bytes` more of host (device: false) or device
+ * memory fit the limits, the test's arrays and buffers counted. */
+static void claim(Ctx *c, bool device, size_t bytes, const char *what) {
+    bool one_memory = c->limits.dev_room == 0.0;
+    double held = device && !one_memory ? c->dev_now : c->host_now + (one_memory ? c->dev_now : 0.0);
+    double more = bytes == SIZE_MAX ? 1e300 : (double)bytes;
+    if (memory_refusal(&c->limits, device, held, more, what, c->msg, sizeof c->msg)) refuse_test(c);
+}
+
+/* What the system would not give after the limits allowed it. */
+static _Noreturn void refused_by_system(Ctx *c, const char *pool, size_t bytes, const char *what) {
+    char size[32];
+    format_bytes((double)bytes, size, sizeof size);
+    snprintf(c->msg, sizeof c->msg, "refused: the system gave no %s for %s (%s)", pool, what, size);
+    refuse_test(c);
+}
+
+/* Host memory held for a moment on top of the test's arrays (--verbose's peak). */
 static void note_temp(Ctx *c, size_t bytes) {
     if (c->host_now + (double)bytes > c->host_peak) c->host_peak = c->host_now + (double)bytes;
 }
@@ -102,8 +116,9 @@ static void *host_alloc(Ctx *c, size_t bytes) {
         fprintf(stderr, "harness: more than %d host arrays in one test\n", MAX_HOST);
         exit(2);
     }
-    void *p = bytes == SIZE_MAX ? NULL : calloc(bytes ? bytes : 1, 1);
-    if (!p) abandon_test(c, "out of host memory: an array of %zu bytes", bytes);
+    claim(c, false, bytes, "a host array");
+    void *p = calloc(bytes ? bytes : 1, 1);
+    if (!p) refused_by_system(c, "host memory", bytes, "a host array");
     c->host_now += (double)bytes;
     note_temp(c, 0);
     c->host_bytes[c->n_host] = bytes;
@@ -131,25 +146,27 @@ static float *dev_alloc(Ctx *c, const char *name, const float *data, size_t n) {
         exit(2);
     }
     size_t total = n + 2 * GUARD_FLOATS, bytes = bytes_of(total, sizeof(float));
-    float *base = bytes == SIZE_MAX ? NULL : kdn_malloc(bytes);
-    if (!base) abandon_test(c, "out of device memory: buffer '%s' of %zu bytes", name, bytes);
-    uint32_t *image = malloc(bytes); /* the buffer's first contents, guards included */
-    if (!image) {
-        kdn_free(base);
-        abandon_test(c, "out of host memory: the upload image of buffer '%s', %zu bytes", name, bytes);
-    }
-    note_temp(c, bytes);
+    char what[64], image_what[96];
+    snprintf(what, sizeof what, "buffer '%.40s'", name);
+    snprintf(image_what, sizeof image_what, "the upload image of '%.40s'", name);
+    claim(c, true, bytes, what);
+    float *base = kdn_malloc(bytes);
+    if (!base) refused_by_system(c, "device memory", bytes, what);
+    DevBuf *b = &c->bufs[c->n_bufs++]; /* held from here: a refusal below frees it */
+    snprintf(b->name, sizeof b->name, "%s", name);
+    b->base = base;
+    b->n = n;
     c->dev_now += (double)bytes;
     if (c->dev_now > c->dev_peak) c->dev_peak = c->dev_now;
+    claim(c, false, bytes, image_what);
+    uint32_t *image = malloc(bytes); /* the buffer's first contents, guards included */
+    if (!image) refused_by_system(c, "host memory", bytes, image_what);
+    note_temp(c, bytes);
     guard_fill(image, total);
     float *payload = (float *)(image + GUARD_FLOATS);
     for (size_t i = 0; i < n; i++) payload[i] = data ? data[i] : NAN;
     kdn_upload(base, image, total * sizeof(float));
     free(image);
-    DevBuf *b = &c->bufs[c->n_bufs++];
-    snprintf(b->name, sizeof b->name, "%s", name);
-    b->base = base;
-    b->n = n;
     return base + GUARD_FLOATS;
 }
 
@@ -168,11 +185,12 @@ TestMark test_mark(const Ctx *c) {
 void test_release(Ctx *c, TestMark m) {
     while (c->n_bufs > m.bufs) {
         DevBuf *b = &c->bufs[--c->n_bufs];
-        kdn_free(b->base);
+        if (!c->heap_damaged) kdn_free(b->base);
         c->dev_now -= (double)((b->n + 2 * GUARD_FLOATS) * sizeof(float));
     }
     while (c->n_host > m.host) {
-        free(c->host[--c->n_host]);
+        if (!c->heap_damaged) free(c->host[c->n_host - 1]);
+        c->n_host--;
         c->host_now -= (double)c->host_bytes[c->n_host];
     }
 }
@@ -182,6 +200,9 @@ static void check_guard(Ctx *c, const DevBuf *b, const float *dev, const char *w
     kdn_download(g, dev, sizeof g);
     long bad = guard_first_damage(g, GUARD_FLOATS);
     if (bad < 0) return;
+    /* the guard's outer word hit: the store may have gone on past it */
+    const uint32_t *outer = dev == b->base ? &g[0] : &g[GUARD_FLOATS - 1];
+    c->heap_damaged |= c->limits.dev_room == 0.0 && *outer != GUARD_WORD;
     if (dev == b->base)
         test_fail(c, "out-of-bounds write %s buffer '%s': element %ld", where, b->name, bad - GUARD_FLOATS);
     else
@@ -248,10 +269,13 @@ int expect_close_host(Ctx *c, const char *what, const float *got, const double *
 }
 
 int expect_close(Ctx *c, const char *what, const float *dev, const double *ref, int rows, int cols, Tol tol) {
-    size_t n = (size_t)rows * (size_t)cols;
-    float *got = malloc(bytes_of(n, sizeof(float)));
-    if (!got) abandon_test(c, "out of host memory: %s's download, %zu bytes", what, bytes_of(n, sizeof(float)));
-    note_temp(c, n * sizeof(float));
+    size_t n = (size_t)rows * (size_t)cols, bytes = bytes_of(n, sizeof(float));
+    char download_what[96];
+    snprintf(download_what, sizeof download_what, "%.60s's download", what);
+    claim(c, false, bytes, download_what);
+    float *got = malloc(bytes);
+    if (!got) refused_by_system(c, "host memory", bytes, download_what);
+    note_temp(c, bytes);
     if (kdn_download(got, dev, n * sizeof(float)) != 0) {
         free(got);
         test_fail(c, "%s: download failed", what);

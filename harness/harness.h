@@ -58,31 +58,24 @@ struct Test {
     void (*run)(const Test *t, Ctx *c);
 };
 
-/* ---- what a test needs, known before it runs ----------------------------
- * A table's footprint hook fills this from the shape the test will run (the
- * row's, --set applied), mirroring the buffers the test allocates through the
- * helpers below: the harness refuses a test that would not fit the machine or
- * --max-mem / --max-seconds, and checks after every test that the bytes it
- * really allocated are within the estimate (docs/ci.md). */
+/* ---- the least a test does, known before it runs -------------------------
+ * Memory needs no estimate: every host array and device buffer of a test is
+ * taken through the helpers below, which refuse the test where a limit
+ * (--max-mem, the machine's memory) would be passed. Time does: a table
+ * whose rows take their shape from --set or --load gives the least
+ * arithmetic a row does at its shape, and a row estimated over --max-seconds
+ * is refused before it runs (docs/ci.md). */
 typedef struct {
-    double host;       /* bytes of host arrays held to the end of the test */
-    double host_temp;  /* the largest host memory held for a while, then freed */
-    double dev;        /* bytes of device buffers, guards included */
-    double ref_flops;  /* the host reference's arithmetic (double precision) */
-    double dev_flops;  /* the kernels' arithmetic */
-} Footprint;
-void fp_host_f(Footprint *f, size_t n);  /* host_f(c, n) */
-void fp_host_d(Footprint *f, size_t n);  /* host_d(c, n) */
-void fp_dev(Footprint *f, size_t n);     /* dev_in / dev_out of n floats */
-void fp_compare(Footprint *f, size_t n); /* expect_close of n elements (its download) */
-void fp_temp(Footprint *f, double bytes); /* host memory held for a while elsewhere */
+    double ref_flops;    /* the host reference's arithmetic (double precision) */
+    double kernel_flops; /* the kernels' arithmetic */
+} Work;
 
 typedef struct {
     const Test *tests;
     int count;
-    /* fills *f for test t (a row of this table with --set applied); NULL: the
-     * table's shapes are fixed and small, no estimate */
-    void (*footprint)(const Test *t, Footprint *f);
+    /* the least work of test t (a row of this table with --set applied);
+     * NULL: the table's shapes are fixed and small */
+    Work (*least_work)(const Test *t);
 } TestList;
 
 /* ---- random inputs (deterministic per seed and test name) ------------- */

@@ -52,6 +52,28 @@ typedef struct {
 
 #define MAX_BUFS 96
 #define MAX_HOST 128
+/* ---- limits (limits.c) -------------------------------------------------- */
+/* The memory a test may take: --max-mem for each of host and device
+ * memory, and what the machine has (taken when the test starts). */
+typedef struct {
+    double max_mem;
+    double host_room;      /* physical memory, or ulimit -v/-d less what was mapped */
+    const char *host_what; /* which of them */
+    double dev_room;       /* the device's memory; 0: device buffers are host memory */
+} MemoryLimits;
+MemoryLimits memory_limits(double max_mem);
+/* 0 when `more` bytes on top of `held` (of host or device memory) fit; else
+ * 1 with the numbers in why, naming `what` (short enough for the log's
+ * shape column). */
+int memory_refusal(const MemoryLimits *m, bool device, double held, double more, const char *what, char *why,
+                   size_t size);
+double least_seconds(const Work *w);
+/* 0 when the work's estimate fits max_seconds; else 1 with the numbers. */
+int time_refusal(const Work *w, double max_seconds, char *why, size_t size);
+/* "812 bytes", "12.0 KiB", "16.0 GiB"; "3.2 ms", "4.1 s" */
+void format_bytes(double bytes, char *out, size_t size);
+void format_seconds(double s, char *out, size_t size);
+
 /* A tensor name dumped in this test and how often (its repeats' suffixes). */
 typedef struct {
     char name[48];
@@ -71,6 +93,11 @@ struct Ctx {
     bool skipped; /* test_skip: msg says why */
     bool errored; /* failed by bad input or an I/O error, not by the kernels (exit 2) */
     bool compared;
+    /* a guard damaged to its outer word where device memory is host memory
+     * (the CPU build): the store may have reached the allocator's own data
+     * past the guard, so nothing of this test is freed (freeing would abort
+     * the run) */
+    bool heap_damaged;
     double max_diff;  /* the largest over the outputs compared ... */
     char worst[96];   /* ... at this element, "<output>[row,col]" */
     double nrel, nmse; /* the largest over the outputs compared */
@@ -81,17 +108,18 @@ struct Ctx {
     int n_bufs;
     void *host[MAX_HOST];
     int n_host;
-    /* where a test that cannot get its memory is abandoned (run_test's
-     * setjmp); NULL outside a run: such a failure ends the process */
+    /* where a test refused for its memory is abandoned (run_test's
+     * setjmp); NULL outside a run: such a refusal ends the process */
     jmp_buf *abandon;
-    /* bytes allocated through the helpers, for the footprint check: host
-     * arrays held now, and the peak of those with the moment's temporaries
-     * (upload images, downloads); device buffers held now and their peak
-     * (test_release frees a case's arrays and buffers mid-test) */
+    bool refused; /* its memory would pass a limit: msg says which */
+    MemoryLimits limits;
+    /* bytes held through the helpers: host arrays and device buffers now
+     * (test_release frees a case's mid-test), and their peaks with the
+     * moment's temporaries (upload images, downloads) */
     double host_now, host_peak, dev_now, dev_peak;
     size_t host_bytes[MAX_HOST]; /* each host array's size, for test_release */
 };
-void ctx_begin(Ctx *c, const Test *t, uint64_t seed, bool verbose, int bench_reps);
+void ctx_begin(Ctx *c, const Test *t, uint64_t seed, bool verbose, int bench_reps, double max_mem);
 void ctx_end(Ctx *c); /* frees everything the test allocated */
 
 /* ---- options ------------------------------------------------------------ */
@@ -131,6 +159,9 @@ int registry_count(void);
 const Test *registry_get(int i);
 /* Up to n names closest to `name` (edit distance), for "did you mean". */
 int registry_suggest(const char *name, const char **out, int n);
+/* The least work of row (with shaped: --set applied); false when its table
+ * has no least_work hook. */
+bool registry_least_work(const Test *row, const Test *shaped, Work *w);
 
 /* ---- benchmarking (bench.c) -------------------------------------------- */
 #define DEFAULT_REPS 20
@@ -145,15 +176,13 @@ typedef struct {
     const Test *test;
     bool passed, compared, skipped; /* skipped: passed too, msg says why */
     bool errored; /* an input or I/O error (test_error), not a kernel failure */
-    bool refused; /* not run: its footprint exceeds a limit (msg says which) */
-    Footprint estimate; /* zero for a table without a footprint hook */
-    bool estimated;
-    double host_peak, dev_peak; /* bytes it allocated (Ctx) */
+    bool refused; /* its memory or time would pass a limit (msg says which) */
+    double host_peak, dev_peak; /* bytes it held at most (Ctx) */
     double max_diff;
     char worst[96];
     double nrel, nmse;
     char outputs[4096];
-    char shape[160];
+    char shape[256]; /* the shape run, or the refusal */
     char msg[1024];
     BenchResult bench[MAX_BENCH];
     int n_bench;
@@ -173,20 +202,6 @@ int run_selected(const Options *o, FILE *out, TestResult **results, int *n);
 /* Fails the test for a reason outside the kernels (an unreadable or non-finite
  * --load input, a --dump write error): printf-style; the run exits 2. */
 void test_error(Ctx *c, const char *fmt, ...);
-
-/* ---- footprints (footprint.c; harness.h's Footprint) -------------------- */
-/* The estimate of test t (row of the registry, shaped: --set applied); false
- * when its table has no footprint hook. */
-bool registry_footprint(const Test *row, const Test *shaped, Footprint *f);
-double footprint_host(const Footprint *f); /* held and temporary host bytes */
-double footprint_seconds(const Footprint *f);
-/* 0 when the test fits the machine, --max-mem and --max-seconds; else 1 with
- * the numbers in why. */
-int footprint_refusal(const Footprint *f, const Options *o, char *why, size_t size);
-/* An estimate below the measured peak, or above FOOTPRINT_OVER times it (plus
- * 4 MiB) on a test that ran through, is a harness error of the test. */
-#define FOOTPRINT_OVER 1.25
-void footprint_check(Ctx *c, const Footprint *f);
 
 /* ---- reports (report.c, compare_logs.c) ---------------------------------- */
 #define LOG_MAGIC "# test_deltanet log v3"

@@ -28,18 +28,18 @@ static void usage(FILE *f) {
             "                   or DIR/<name>.npy; the dimensions are the files'\n"
             "  --log FILE|DIR   write a tab-separated result log (a DIR gets a timestamped file)\n"
             "  --junit FILE     write a JUnit XML report\n"
-            "  --max-mem SIZE   refuse a test whose host, or device, memory would exceed SIZE bytes\n"
+            "  --max-mem SIZE   refuse a test where its host, or device, memory would exceed SIZE bytes\n"
             "                   (a suffix K, M, G: 2^10, 2^20, 2^30; default 16G); the machine's memory\n"
             "                   (physical, ulimit -v, the device's) is always a limit\n"
-            "  --max-seconds S  refuse a test estimated to take more than S seconds (default %.0f)\n"
+            "  --max-seconds S  refuse a test whose least work is estimated over S seconds (default %.0f)\n"
             "  --compare OLD NEW  report regressions between two logs (runs no test):\n"
             "                   failing or missing tests, max_diff grown past --max-diff-growth X\n"
             "                   (default 2), timings slower than --time-threshold PCT (default 10)\n"
             "  --env            print backend, target and devices found, and exit\n"
             "  --help           this text\n"
             "exit status: 0 all passed, 1 a test failed (--compare: a regression), 2 bad usage,\n"
-            "an unreadable or incomplete log, bad input or an I/O error, 3 a test was refused before\n"
-            "it ran (its memory or time estimate over a limit; 1 and 2 take precedence), 77 no device\n",
+            "an unreadable or incomplete log, bad input or an I/O error, 3 a test was refused (its\n"
+            "memory or its time estimate over a limit; 1 and 2 take precedence), 77 no device\n",
             DEFAULT_REPS, DEFAULT_SEED, DEFAULT_MAX_SECONDS);
 }
 
@@ -76,7 +76,7 @@ static int run_tests(const Options *o) {
     int n;
     int failed = run_selected(o, stdout, &results, &n);
     /* input, I/O and harness errors first, then the kernels' failures, then
-     * tests refused before they ran */
+     * tests refused for a limit */
     int errored = 0, refused = 0;
     for (int i = 0; i < n; i++) errored += results[i].errored, refused += results[i].refused;
     int rc = reports_close(results, n) != 0 || errored ? 2 : failed > refused ? 1 : refused ? 3 : 0;

@@ -68,12 +68,11 @@ int registry_suggest(const char *name, const char **out, int n) {
     return found;
 }
 
-bool registry_footprint(const Test *row, const Test *shaped, Footprint *f) {
-    memset(f, 0, sizeof *f);
+bool registry_least_work(const Test *row, const Test *shaped, Work *w) {
     for (int p = 0; p < N_TABLES; p++)
         if (row >= phases[p]->tests && row < phases[p]->tests + phases[p]->count) {
-            if (!phases[p]->footprint) return false;
-            phases[p]->footprint(shaped, f);
+            if (!phases[p]->least_work) return false;
+            *w = phases[p]->least_work(shaped);
             return true;
         }
     return false;

@@ -37,12 +37,12 @@ static void print_indented(FILE *out, const char *s) {
     if (s[-1] != '\n') fputc('\n', out);
 }
 
-/* The estimate and what the test allocated, under --verbose. */
-static void print_footprint(FILE *out, const TestResult *r) {
-    if (!r->estimated) return;
-    fprintf(out, "       footprint: host %.0f bytes (estimate %.0f), device %.0f bytes (estimate %.0f), %.3f s (estimate %.3f)\n",
-            r->host_peak, footprint_host(&r->estimate), r->dev_peak, r->estimate.dev, r->seconds,
-            footprint_seconds(&r->estimate));
+/* The memory the test held at most, and its time, under --verbose. */
+static void print_memory(FILE *out, const TestResult *r) {
+    char host[32], dev[32], secs[32];
+    format_bytes(r->host_peak, host, sizeof host), format_bytes(r->dev_peak, dev, sizeof dev);
+    format_seconds(r->seconds, secs, sizeof secs);
+    fprintf(out, "       memory: host %s, device %s at most; %s\n", host, dev, secs);
 }
 
 static void print_result(FILE *out, const TestResult *c, bool verbose) {
@@ -64,7 +64,7 @@ static void print_result(FILE *out, const TestResult *c, bool verbose) {
     if (c->shape[0]) fprintf(out, "  %s", c->shape);
     fputc('\n', out);
     if (verbose && c->outputs[0]) print_indented(out, c->outputs);
-    if (verbose) print_footprint(out, c);
+    if (verbose) print_memory(out, c);
     if (!c->passed && c->msg[0]) print_indented(out, c->msg);
 }
 
@@ -86,6 +86,25 @@ static void progress_clear(void) {
     if (progress_on) fputs("\r\033[K", stderr);
 }
 
+/* src into dst of `size` bytes, cut short if need be. */
+static void copy_text(char *dst, size_t size, const char *src) {
+    size_t n = strnlen(src, size - 1);
+    memcpy(dst, src, n);
+    dst[n] = 0;
+}
+
+/* A row estimated over --max-seconds, not run: its line, the refusal in
+ * the log's shape column (its only text). */
+static bool refuse_for_time(const Test *row, const Options *o, FILE *out, TestResult *r) {
+    r->test = row;
+    r->refused = true;
+    copy_text(r->msg, sizeof r->msg, r->shape);
+    progress_clear();
+    print_result(out, r, o->verbose);
+    fflush(out);
+    return false;
+}
+
 bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     Test shaped;
     char err[256];
@@ -95,39 +114,26 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     Ctx *c = &ctx;
     jmp_buf abandon;
     double start = now_seconds();
-    Footprint estimate;
-    bool estimated = registry_footprint(row, t, &estimate);
+    Work work;
     memset(r, 0, sizeof *r);
-    /* the refusal is also the log's shape column, its only text */
-    if (estimated && footprint_refusal(&estimate, o, r->shape, sizeof r->shape)) {
-        r->test = row;
-        r->refused = true;
-        r->estimate = estimate;
-        r->estimated = true;
-        memcpy(r->msg, r->shape, sizeof r->shape);
-        progress_clear();
-        print_result(out, r, o->verbose);
-        fflush(out);
-        return false;
-    }
-    ctx_begin(c, t, o->seed, o->verbose, o->bench_reps);
+    if (registry_least_work(row, t, &work) && time_refusal(&work, o->max_seconds, r->shape, sizeof r->shape))
+        return refuse_for_time(row, o, out, r);
+    ctx_begin(c, t, o->seed, o->verbose, o->bench_reps, o->max_mem);
     c->abandon = &abandon;
-    if (setjmp(abandon) == 0) t->run(t, c); /* else: out of memory, the failure recorded */
+    if (setjmp(abandon) == 0) t->run(t, c); /* else: refused for its memory, the refusal recorded */
     c->abandon = NULL;
     /* A leftover error must not leak into the next test. */
     const char *late = kdn_sync();
     if (late) test_fail(c, "runtime error: %s", late);
     if (!c->failed && !c->compared && !c->skipped) test_fail(c, "test compared nothing");
     c->skipped &= !c->failed;
-    if (estimated) footprint_check(c, &estimate);
     ctx_end(c);
     r->test = row;
-    r->estimate = estimate;
-    r->estimated = estimated;
     r->host_peak = c->host_peak;
     r->dev_peak = c->dev_peak;
     r->passed = !c->failed;
     r->errored = c->errored;
+    r->refused = c->refused;
     r->compared = c->compared;
     r->skipped = c->skipped;
     r->max_diff = c->max_diff;
@@ -135,7 +141,8 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     r->nmse = c->nmse;
     memcpy(r->worst, c->worst, sizeof r->worst);
     memcpy(r->outputs, c->outputs, sizeof r->outputs);
-    memcpy(r->shape, c->shape, sizeof r->shape);
+    /* a refusal is the log's shape column, its only text */
+    copy_text(r->shape, sizeof r->shape, c->refused ? c->msg : c->shape);
     if (o->set_fields && row->shape.chunk == 0) { /* apply_set leaves rows without a chunk size alone */
         size_t used = strlen(r->shape);
         snprintf(r->shape + used, sizeof r->shape - used, "%s(--set does not apply)", used ? " " : "");
@@ -184,7 +191,7 @@ int run_selected(const Options *o, FILE *out, TestResult **results, int *n) {
     int errors = 0, refused = 0;
     for (int i = 0; i < *n; i++) errors += (*results)[i].errored, refused += (*results)[i].refused;
     if (errors) fprintf(out, "%d of the failures are input or I/O errors, not the kernels'\n", errors);
-    if (refused) fprintf(out, "%d of the failures are tests refused before they ran (memory or time limits)\n", refused);
+    if (refused) fprintf(out, "%d of the failures are tests refused for a memory or time limit\n", refused);
     if (skipped)
         fprintf(out, "%d passed, %d failed, %d skipped (--set does not apply)\n", passed, failed, skipped);
     else

@@ -274,59 +274,12 @@ void dn_layer_cost(const KdnShape *sh, double *bytes, double *flops) {
     *flops = 2.0 * heads * (full * chunk_macs(sh->chunk, dk, dv) + chunk_macs(tail, dk, dv));
 }
 
-/* ---- footprints of the helpers above (harness.h's Footprint) ---------- */
-DnData fp_dn_generate(Footprint *f, const Shape *sh) {
+Work dn_layer_work(const Shape *shape) {
     DnData d;
-    dn_count(sh, &d);
-    fp_host_f(f, d.n_qk), fp_host_f(f, d.n_qk), fp_host_f(f, d.n_v);
-    fp_host_f(f, d.n_gb), fp_host_f(f, d.n_gb), fp_host_f(f, d.n_state);
-    fp_host_d(f, (size_t)sh->H_v), fp_host_d(f, (size_t)sh->H_v); /* fill_log_decay */
-    return d;
-}
-
-void fp_dn_upload(Footprint *f, const DnData *d) {
-    fp_dev(f, d->n_qk), fp_dev(f, d->n_qk), fp_dev(f, d->n_v);
-    fp_dev(f, d->n_gb), fp_dev(f, d->n_gb), fp_dev(f, d->n_state);
-}
-
-DnData fp_dn_setup(Footprint *f, const Shape *shape, Shape *used) {
-    *used = dn_backend_shape(shape);
-    DnData d = fp_dn_generate(f, used);
-    fp_dn_upload(f, &d);
-    return d;
-}
-
-void fp_dn_ref_chunk(Footprint *f, int n, int D_k, int D_v) {
-    size_t nn = (size_t)n * n;
-    fp_host_d(f, (size_t)n), fp_host_d(f, nn), fp_host_d(f, nn), fp_host_d(f, nn);
-    fp_host_d(f, (size_t)n * D_v), fp_host_d(f, (size_t)n * D_k);
-}
-
-DnData fp_dn_chunk_reference(Footprint *f, const Shape *sh) {
-    DnData d = fp_dn_generate(f, sh);
-    fp_dn_ref_chunk(f, sh->chunk, sh->D_k, sh->D_v);
-    fp_host_d(f, d.n_qk), fp_host_d(f, d.n_v), fp_host_d(f, d.n_gb), fp_host_d(f, d.n_gb); /* dn_widen */
-    fp_ref_scratch(f, sh->chunk, sh->D_k, sh->D_v);
-    return d;
-}
-
-/* reference/deltanet.c's own arrays (the most any of its functions holds:
- * ref_deltanet_chunked's chunk inputs, O and chunk quantities, or
- * ref_chunk_state's D and S0), freed when it returns */
-void fp_ref_scratch(Footprint *f, int C, int D_k, int D_v) {
-    double c = C, dk = D_k, dv = D_v;
-    double chunked = 8.0 * (2 * c * dk + 2 * c * dv + 2 * c + c + 3 * c * c + c * dv + c * dk + c * c + 2 * c * dv + c * dk);
-    double state = 8.0 * (c * dv + dk * dv);
-    fp_temp(f, chunked + state);
-}
-
-/* the double recurrence over every token and head: S^T k, the update, q S */
-double dn_recurrence_flops(const DnData *d) {
-    return 8.0 * (double)d->n_gb * d->ks.D_k * d->ks.D_v;
-}
-
-double dn_layer_flops(const DnData *d) {
-    double bytes, flops;
-    dn_layer_cost(&d->ks, &bytes, &flops);
-    return flops;
+    Shape sh = dn_backend_shape(shape);
+    dn_count(&sh, &d);
+    /* S^T k, the update and q S: 4 multiply-adds per state element */
+    double flops = 8.0 * (double)d.n_gb * d.ks.D_k * d.ks.D_v;
+    Work w = {flops, flops};
+    return w;
 }

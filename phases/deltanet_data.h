@@ -54,22 +54,11 @@ void dn_layer_cost(const KdnShape *sh, double *bytes, double *flops);
 /* The shape's KdnShape, RefShape and element counts (dn_generate's first step). */
 void dn_count(const Shape *sh, DnData *d);
 
-/* Footprints (harness.h) of the helpers here, for the tables' hooks: each
- * adds what its namesake allocates. fp_dn_setup returns the counts of the
- * shape it would use (*used). */
-DnData fp_dn_generate(Footprint *f, const Shape *sh);
-void fp_dn_upload(Footprint *f, const DnData *d);
-DnData fp_dn_setup(Footprint *f, const Shape *shape, Shape *used);
-void fp_dn_ref_chunk(Footprint *f, int n, int D_k, int D_v);
-/* The chunk tests' common arrays: the inputs generated, one chunk's
- * reference (dn_ref_chunk), the inputs widened (dn_widen) and the
- * reference's scratch. */
-DnData fp_dn_chunk_reference(Footprint *f, const Shape *sh);
-/* The reference's (reference/deltanet.c) own scratch while it runs. */
-void fp_ref_scratch(Footprint *f, int C, int D_k, int D_v);
-/* Arithmetic: the token recurrence of the reference, a layer call (dn_layer_cost). */
-double dn_recurrence_flops(const DnData *d);
-double dn_layer_flops(const DnData *d);
+/* The least work (harness.h) of a row that runs a whole layer of `shape`:
+ * the token recurrence's arithmetic, once in the reference and once in the
+ * kernels, at the shape this backend runs (any path does at least about
+ * that much; a row that runs more is still refused past the limit). */
+Work dn_layer_work(const Shape *shape);
 
 /* Reference chunk arrays for n tokens (all fields allocated). */
 RefChunk dn_ref_chunk(Ctx *c, int n, int D_k, int D_v);

@@ -151,29 +151,3 @@ void t_grid(const Test *t, Ctx *c) {
     set_shape_desc(c, "%s grid: %ld cases run (from #%ld, step %ld), %ld of them refused as documented",
                    full ? "full" : "subset", k, first, step, refused);
 }
-
-/* The largest case's memory (each is freed before the next), every case's flops. */
-void fp_grid(const Test *t, Footprint *f) {
-    const LayerVariant *v = layer_variant(t->variant);
-    long first, step;
-    int full = grid_shard(&first, &step);
-    Shape sh;
-    for (long k = 0; v && grid_case(k, first, step, full, &sh); k++) {
-        Footprint one = {0};
-        DnData d = fp_dn_generate(&one, &sh);
-        fp_dn_upload(&one, &d);
-        if (v->refuses(&d.ks)) {
-            fp_expect_refused(&one, v, &d);
-        } else {
-            fp_host_d(&one, d.n_v), fp_host_d(&one, d.n_state), fp_dev(&one, d.n_v), fp_dev(&one, d.n_state);
-            fp_call_layer(&one, v, &d);
-            fp_compare(&one, d.n_v > d.n_state ? d.n_v : d.n_state);
-            fp_ref_scratch(&one, sh.chunk, sh.D_k, sh.D_v);
-            one.ref_flops += dn_recurrence_flops(&d);
-        }
-        if (one.host > f->host) f->host = one.host;
-        if (one.host_temp > f->host_temp) f->host_temp = one.host_temp;
-        if (one.dev > f->dev) f->dev = one.dev;
-        f->ref_flops += one.ref_flops, f->dev_flops += one.dev_flops;
-    }
-}

@@ -4,6 +4,4 @@
 #include "../harness/harness.h"
 /* The row's variant on the grid's cases: the subset, or all with KDN_GRID=full. */
 void t_grid(const Test *t, Ctx *c);
-/* Its footprint (harness.h): the largest case's memory, every case's flops. */
-void fp_grid(const Test *t, Footprint *f);
 #endif

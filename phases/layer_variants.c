@@ -18,11 +18,6 @@ static void unfused_run(void *w, const KdnShape *s, const float *q, const float 
     deltanet_unfused(w, s, q, k, v, g, beta, state_in, o, state_out);
 }
 
-static void unfused_footprint(Footprint *f, const KdnShape *s) {
-    fp_host_struct(f, sizeof(ChunkWork));
-    fp_chunk_work(f, s->chunk, s->D_k, s->D_v);
-}
-
 static void one_launch_run(void *w, const KdnShape *s, const float *q, const float *k, const float *v,
                            const float *g, const float *beta, const float *state_in, float *o, float *state_out) {
     (void)w;
@@ -54,28 +49,28 @@ static const char *auto_refuses(const KdnShape *s) {
 
 const LayerVariant layer_variants[LAYER_VARIANT_COUNT] = {
     [LAYER_UNFUSED] = {"unfused", "the seed ladder's pipeline: one small kernel per step, chunk by chunk and head by head",
-                       "deltanet_unfused (phases/pipeline.c)", unfused_prepare, unfused_footprint, unfused_run, ungrouped},
+                       "deltanet_unfused (phases/pipeline.c)", unfused_prepare, unfused_run, ungrouped},
     [LAYER_RECURRENT] = {"recurrent", "the token-recurrent kernel: one launch, O(T) steps per state column",
-                         "kdn_layer_run, path RECURRENT: kdn_deltanet_recurrent_call (kernels/deltanet_recurrent.cpp)", NULL, NULL, deltanet_recurrent,
+                         "kdn_layer_run, path RECURRENT: kdn_deltanet_recurrent_call (kernels/deltanet_recurrent.cpp)", NULL, deltanet_recurrent,
                          recurrent_refuses},
     [LAYER_TWO_LAUNCH] = {"two_launch",
                           "the product's chunked prefill: every chunk's intra-chunk quantities at once, then the "
                           "state pass",
                           "kdn_layer_run, path CHUNKED: kdn_two_launch_intra + kdn_two_launch_state "
                           "(kernels/deltanet_two_launch.cpp)",
-                          two_launch_prepare, fp_two_launch_prepare, deltanet_two_launch, chunked_refuses},
+                          two_launch_prepare, deltanet_two_launch, chunked_refuses},
     [LAYER_AUTO] = {"auto", "the library's choice: recurrent up to kdn_gdn_recurrent_max_t(n_seqs) tokens, else two_launch",
-                    "kdn_layer_run, path AUTO (kernels/gated_delta_net.c: what kdn_gated_delta_net ends in)", two_launch_prepare, fp_two_launch_prepare, deltanet_auto,
+                    "kdn_layer_run, path AUTO (kernels/gated_delta_net.c: what kdn_gated_delta_net ends in)", two_launch_prepare, deltanet_auto,
                     auto_refuses},
     [LAYER_ONE_LAUNCH] = {"one_launch", "the whole chunked layer in one launch, the state carried in LDS",
-                          "kdn_deltanet_one_launch (phases/kernels/deltanet_one_launch.cpp)", NULL, NULL, one_launch_run,
+                          "kdn_deltanet_one_launch (phases/kernels/deltanet_one_launch.cpp)", NULL, one_launch_run,
                           one_launch_refuses},
     [LAYER_TWO_LAUNCH_F16DOT] = {"two_launch_f16dot",
                                  "opt-in: two_launch with the intra kernel's K K^T and Q K^T from fp16 q, k "
                                  "(gfx906 v_dot2_f32_f16), everything else fp32",
                                  "kdn_deltanet_two_launch_f16dot = kdn_two_launch_intra_f16dot + "
                                  "kdn_two_launch_state (kernels/deltanet_two_launch.cpp; not in the library's API)",
-                                 two_launch_prepare, fp_two_launch_prepare, deltanet_two_launch_f16dot,
+                                 two_launch_prepare, deltanet_two_launch_f16dot,
                                  chunked_refuses, 1},
 };
 
@@ -102,15 +97,4 @@ void expect_refused(Ctx *c, const LayerVariant *v, const KdnShape *s, const DnDe
         none[e] = 0.0;
     }
     expect_close_host(c, "o elements written", written, none, (int)(n_o / s->D_v), s->D_v, tol);
-}
-
-void fp_call_layer(Footprint *f, const LayerVariant *v, const DnData *d) {
-    if (v->prepare_footprint) v->prepare_footprint(f, &d->ks);
-    f->dev_flops += dn_layer_flops(d);
-}
-
-void fp_expect_refused(Footprint *f, const LayerVariant *v, const DnData *d) {
-    fp_dev(f, d->n_v), fp_dev(f, d->n_state);
-    if (v->prepare_footprint) v->prepare_footprint(f, &d->ks);
-    fp_host_f(f, d->n_v), fp_host_d(f, d->n_v);
 }

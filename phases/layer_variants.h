@@ -19,7 +19,6 @@ typedef struct {
     const char *entry; /* its entry points */
     /* allocates its scratch outside any timed region (NULL: it needs none) */
     void *(*prepare)(Ctx *c, const KdnShape *s);
-    void (*prepare_footprint)(Footprint *f, const KdnShape *s); /* what prepare allocates (harness.h) */
     LayerRun run; /* enqueues one layer call */
     /* The shapes it documents refusing, and why (NULL: it takes s). A refused
      * call launches nothing and writes nothing; kdn_sync() names the kernel. */
@@ -53,8 +52,5 @@ const LayerVariant *layer_variant(const char *name);
  * "refused", naming the kernel) and write no element of o (all NaN still).
  * Fails the test otherwise, saying which. d, dd: the case's inputs. */
 void expect_refused(Ctx *c, const LayerVariant *v, const KdnShape *s, const DnDevice *dd, size_t n_o, Tol tol);
-/* What expect_refused allocates; and a layer call's (prepare's scratch, the kernels' flops). */
-void fp_expect_refused(Footprint *f, const LayerVariant *v, const DnData *d);
-void fp_call_layer(Footprint *f, const LayerVariant *v, const DnData *d);
 
 #endif

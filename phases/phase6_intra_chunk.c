@@ -227,59 +227,10 @@ static const Test tests[] = {
      t_intra_fused_vs_unfused},
 };
 
-/* ---- footprints: the arrays above, by test ---- */
-static DnData fp_chunk_case(Footprint *f, const Test *t) {
-    Shape sh = dn_chunk_shape(&t->shape);
-    DnData d = fp_dn_chunk_reference(f, &sh);
-    fp_chunk_work(f, sh.chunk, sh.D_k, sh.D_v);
-    f->ref_flops = f->dev_flops = dn_layer_flops(&d);
-    return d;
+/* The two-launch rows run the layer; the others one chunk whatever the shape. */
+static Work least_work(const Test *t) {
+    bool one_chunk = t->run == t_attn_pre || t->run == t_solve_causal_identity || t->run == t_intra_chunk;
+    return one_chunk ? (Work){0, 0} : dn_layer_work(&t->shape);
 }
 
-/* check_intra_fused and t_intra_fused_vs_unfused: the inputs, the chunk
- * quantities on the device and their references on the host */
-static KdnShape fp_intra_fused(Footprint *f, const Test *t, int P) {
-    Shape used;
-    DnData d = fp_dn_setup(f, &t->shape, &used);
-    const KdnShape *s = &d.ks;
-    size_t chunks = (size_t)two_launch_chunks(s) * s->n_seqs * s->H_v, C = (size_t)s->chunk;
-    fp_two_launch_prepare(f, s);
-    fp_host_d(f, chunks * C), fp_host_d(f, chunks * C * C), fp_host_d(f, chunks * C * s->D_v);
-    fp_host_d(f, chunks * C * s->D_k);
-    if (P) fp_host_d(f, chunks * C * C);
-    fp_ref_chunk_work(f, s);
-    fp_ref_scratch(f, s->chunk, s->D_k, s->D_v);
-    size_t widest = chunks * C * (C > (size_t)s->D_v ? C : (size_t)s->D_v);
-    fp_compare(f, widest > chunks * C * s->D_k ? widest : chunks * C * s->D_k);
-    f->ref_flops += 2.0 * dn_layer_flops(&d), f->dev_flops += dn_layer_flops(&d);
-    return d.ks;
-}
-
-static void footprint(const Test *t, Footprint *f) {
-    size_t n = (size_t)t->shape.chunk;
-    if (t->run == t_attn_pre) {
-        DnData d = fp_chunk_case(f, t);
-        fp_host_f(f, n), fp_host_d(f, n), fp_dev(f, n);
-        fp_host_d(f, d.n_qk), fp_host_d(f, d.n_v), fp_host_d(f, d.n_gb), fp_host_d(f, d.n_gb);
-        fp_compare(f, n * n);
-    } else if (t->run == t_solve_causal_identity) {
-        fp_chunk_case(f, t);
-        fp_host_f(f, n * n), fp_host_d(f, n * n), fp_host_d(f, n * n), fp_host_d(f, n * n);
-        fp_compare(f, n * n);
-    } else if (t->run == t_intra_chunk) {
-        fp_chunk_case(f, t);
-        fp_compare(f, n * (n > (size_t)t->shape.D_v ? n : (size_t)t->shape.D_v));
-        fp_compare(f, n * (size_t)t->shape.D_k);
-    } else if (t->run == t_two_launch_intra_maps) {
-        for (int map = HEAD_MAP_TILED; map <= HEAD_MAP_BLOCK; map++) fp_intra_fused(f, t, 1);
-    } else if (t->run == t_two_launch_intra) {
-        fp_intra_fused(f, t, 1);
-    } else { /* t_intra_fused_vs_unfused */
-        KdnShape s = fp_intra_fused(f, t, 0);
-        fp_chunk_work(f, s.chunk, s.D_k, s.D_v);
-        int widest = s.chunk > s.D_v ? s.chunk : s.D_v;
-        fp_host_f(f, (size_t)s.chunk * (widest > s.D_k ? widest : s.D_k));
-    }
-}
-
-const TestList phase6_tests = {tests, sizeof tests / sizeof tests[0], footprint};
+const TestList phase6_tests = {tests, sizeof tests / sizeof tests[0], least_work};

@@ -92,10 +92,12 @@ static void t_vs_one_launch(const Test *t, Ctx *c) {
  * past it. Rows at B = 1 and B = 4 on both sides of each batch's split: each
  * split lies between the other batch's two, so a dispatch that reads the
  * wrong batch's threshold runs the wrong path on one of them. */
+/* The row's T is the split plus shape.past_split: the split is the backend's own. */
+static int auto_T(const Shape *row) { return kdn_gdn_recurrent_max_t(row->n_seqs) + row->past_split; }
+
 static void t_auto(const Test *row, Ctx *c) {
-    /* the row's T is the split plus shape.past_split: the split is the backend's own */
     Test copy = *row;
-    copy.shape.T = kdn_gdn_recurrent_max_t(row->shape.n_seqs) + row->shape.past_split;
+    copy.shape.T = auto_T(&row->shape);
     const Test *t = &copy;
     const LayerVariant *automatic = &layer_variants[LAYER_AUTO];
     check_both_maps(t, c, automatic);
@@ -256,10 +258,15 @@ static void bench_decode_references(Ctx *c, const DnData *d, const DnDevice *dd)
 }
 
 /* CPU build: the heads quartered, T capped at 64 and B at 4, said on the line. */
-static void t_compare(const Test *t, Ctx *c) {
-    Shape sh = dn_backend_shape(&t->shape);
+static Shape compare_shape(const Shape *row) {
+    Shape sh = dn_backend_shape(row);
     if (is_cpu_backend() && sh.T > 64) sh.T = 64;
     if (is_cpu_backend() && sh.n_seqs > 4) sh.n_seqs = 4;
+    return sh;
+}
+
+static void t_compare(const Test *t, Ctx *c) {
+    Shape sh = compare_shape(&t->shape);
     DnData d;
     DnDevice dd;
     dn_generate(c, &sh, &d);
@@ -383,107 +390,15 @@ static const Test tests[] = {
 #undef GRID_ROW
 };
 
-/* ---- footprints: the arrays above, by test ---- */
-static size_t larger(size_t a, size_t b) { return a > b ? a : b; }
-
-static void fp_check_layer(Footprint *f, const Shape *shape, const LayerVariant *layer) {
-    Shape sh;
-    DnData d = fp_dn_setup(f, shape, &sh);
-    fp_host_d(f, d.n_v), fp_host_d(f, d.n_state), fp_dev(f, d.n_v), fp_dev(f, d.n_state);
-    fp_call_layer(f, layer, &d);
-    fp_compare(f, larger(d.n_v, d.n_state));
-    fp_ref_scratch(f, sh.chunk, sh.D_k, sh.D_v);
-    f->ref_flops += dn_recurrence_flops(&d);
+/* Each row runs at least one layer of its shape (the auto rows' T is the
+ * split's, the compare rows' as t_compare caps it); the refusal and grid
+ * rows run fixed shapes. */
+static Work least_work(const Test *t) {
+    Shape sh = t->shape;
+    if (t->run == t_one_launch_refuses || t->run == t_grid) return (Work){0, 0};
+    if (t->run == t_auto) sh.T = auto_T(&t->shape);
+    if (t->run == t_compare) sh = compare_shape(&t->shape);
+    return dn_layer_work(&sh);
 }
 
-static void fp_both_maps(Footprint *f, const Shape *shape, const LayerVariant *layer) {
-    for (int map = HEAD_MAP_TILED; map <= HEAD_MAP_BLOCK; map++) fp_check_layer(f, shape, layer);
-}
-
-static void fp_agree(Footprint *f, const Test *t, const LayerVariant *first, const LayerVariant *second) {
-    Shape sh;
-    DnData d = fp_dn_setup(f, &t->shape, &sh);
-    for (int i = 0; i < 4; i++) fp_dev(f, i % 2 ? d.n_state : d.n_v);
-    fp_call_layer(f, first, &d), fp_call_layer(f, second, &d);
-    fp_host_f(f, larger(d.n_v, d.n_state)), fp_host_d(f, d.n_v), fp_host_d(f, d.n_state);
-    fp_compare(f, larger(d.n_v, d.n_state));
-}
-
-static void fp_auto(Footprint *f, const Test *t) {
-    const LayerVariant *automatic = &layer_variants[LAYER_AUTO];
-    Shape shape = t->shape;
-    shape.T = kdn_gdn_recurrent_max_t(t->shape.n_seqs) + t->shape.past_split;
-    fp_both_maps(f, &shape, automatic);
-    Shape sh;
-    DnData d = fp_dn_setup(f, &shape, &sh);
-    fp_dev(f, d.n_v), fp_dev(f, d.n_state);
-    fp_call_layer(f, automatic, &d);
-}
-
-static void fp_upload_tokens(Footprint *f, const DnData *d, int n) {
-    const KdnShape *s = &d->ks;
-    size_t tok = (size_t)n * s->n_seqs, width[5] = {(size_t)s->H_k * s->D_k, (size_t)s->H_k * s->D_k,
-                                                    (size_t)s->H_v * s->D_v, (size_t)s->H_v, (size_t)s->H_v};
-    for (int i = 0; i < 5; i++) fp_host_f(f, tok * width[i]), fp_dev(f, tok * width[i]);
-}
-
-static void fp_prefill_then_decode(Footprint *f, const Test *t) {
-    Shape sh = dn_backend_shape(&t->shape);
-    DnData d = fp_dn_generate(f, &sh);
-    fp_host_d(f, d.n_v), fp_host_d(f, d.n_state), fp_ref_scratch(f, sh.chunk, sh.D_k, sh.D_v);
-    f->ref_flops = dn_recurrence_flops(&d), f->dev_flops = dn_layer_flops(&d);
-    int decode = t->shape.decode_steps < sh.T ? t->shape.decode_steps : sh.T - 1, prefill = sh.T - decode;
-    size_t o_tok = (size_t)sh.H_v * sh.D_v, seqs = (size_t)sh.n_seqs;
-    fp_dev(f, d.n_state), fp_upload_tokens(f, &d, prefill);
-    fp_dev(f, (size_t)prefill * seqs * o_tok), fp_dev(f, d.n_state);
-    KdnShape ks = d.ks;
-    ks.T = prefill;
-    fp_two_launch_prepare(f, &ks); /* the prefill's scratch */
-    fp_host_d(f, o_tok * prefill * seqs);
-    fp_host_f(f, o_tok * seqs), fp_host_d(f, o_tok * seqs);
-    for (int step = 0; step < decode; step++) fp_dev(f, d.n_state), fp_dev(f, o_tok * seqs), fp_upload_tokens(f, &d, 1);
-    fp_compare(f, larger((size_t)prefill * seqs * o_tok, d.n_state));
-}
-
-static void fp_one_launch_refuses(Footprint *f, const Test *t) {
-    static const int bad[][2] = {{128, 128}, {48, 64}, {64, 192}}; /* t_one_launch_refuses' */
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        Shape sh = t->shape;
-        sh.chunk = bad[i][0];
-        sh.D_k = bad[i][1];
-        DnData d = fp_dn_generate(f, &sh);
-        fp_dn_upload(f, &d);
-        fp_expect_refused(f, &layer_variants[LAYER_ONE_LAUNCH], &d);
-    }
-}
-
-static void fp_compare_view(Footprint *f, const Test *t) {
-    Shape sh = dn_backend_shape(&t->shape);
-    if (is_cpu_backend() && sh.T > 64) sh.T = 64;
-    if (is_cpu_backend() && sh.n_seqs > 4) sh.n_seqs = 4;
-    DnData d = fp_dn_generate(f, &sh);
-    fp_dn_upload(f, &d);
-    fp_host_d(f, d.n_v), fp_host_d(f, d.n_state);
-    f->ref_flops += dn_recurrence_flops(&d);
-    for (int i = 0; i < LAYER_VARIANT_COUNT; i++) { /* t_compare: every variant that takes the shape */
-        if (layer_variants[i].opt_in || layer_variants[i].refuses(&d.ks)) continue;
-        fp_dev(f, d.n_v), fp_dev(f, d.n_state);
-        fp_call_layer(f, &layer_variants[i], &d);
-    }
-    fp_compare(f, larger(d.n_v, d.n_state));
-    if (sh.T == 1) fp_dev(f, d.n_v), fp_dev(f, 2 * (size_t)(sh.n_seqs == 1 ? DECODE_LAYERS : 1) * d.n_state);
-}
-
-static void footprint(const Test *t, Footprint *f) {
-    if (t->run == t_layer) fp_both_maps(f, &t->shape, layer_variant(t->variant));
-    else if (t->run == t_unfused_single) fp_check_layer(f, &t->shape, &layer_variants[LAYER_UNFUSED]);
-    else if (t->run == t_vs_unfused) fp_agree(f, t, layer_variant(t->variant), &layer_variants[LAYER_UNFUSED]);
-    else if (t->run == t_vs_one_launch) fp_agree(f, t, layer_variant(t->variant), &layer_variants[LAYER_ONE_LAUNCH]);
-    else if (t->run == t_auto) fp_auto(f, t);
-    else if (t->run == t_prefill_then_decode) fp_prefill_then_decode(f, t);
-    else if (t->run == t_one_launch_refuses) fp_one_launch_refuses(f, t);
-    else if (t->run == t_grid) fp_grid(t, f);
-    else fp_compare_view(f, t);
-}
-
-const TestList phase8_tests = {tests, sizeof tests / sizeof tests[0], footprint};
+const TestList phase8_tests = {tests, sizeof tests / sizeof tests[0], least_work};

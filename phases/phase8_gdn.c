@@ -391,52 +391,7 @@ static const Test tests[] = {
     {8, "gdn_bad_calls", "library", TOL_EXACT, {GDN(16, 2, 4, 10, 2), SNAP(1)}, t_gdn_bad_calls},
 };
 
-/* ---- footprints: the arrays above, by test ---- */
-/* make_case's arrays; the case with views at a placeholder address, enough
- * for the library's workspace query (which reads no data) */
-static Case fp_make_case(Footprint *f, const Shape *sh) {
-    static const float placeholder[1];
-    Case k = case_counts(sh);
-    int64_t ne[6][4];
-    case_dims(&k, ne);
-    Input *in[6] = {&k.q, &k.k, &k.v, &k.g, &k.beta, &k.state};
-    for (int i = 0; i < 6; i++) {
-        int permuted = i < 3 && sh->permuted;
-        size_t n = (size_t)(ne[i][0] * ne[i][1] * ne[i][2] * ne[i][3]);
-        fp_host_f(f, n), fp_dev(f, n);
-        if (permuted) fp_host_f(f, n);
-        in[i]->view = view_of(placeholder, ne[i], permuted);
-    }
-    f->ref_flops = 8.0 * (double)k.n_b * k.S * k.S, f->dev_flops = f->ref_flops;
-    fp_temp(f, 8.0 * k.S * k.S); /* ref_gdn's state */
-    return k;
-}
+/* Each row calls the entry point on its shape (gdn_bad_calls once more per bad call). */
+static Work least_work(const Test *t) { return dn_layer_work(&t->shape); }
 
-/* dev_out of a workspace of the call's size, when it needs one */
-static void fp_workspace(Footprint *f, const kdn_gdn_call *call) {
-    size_t ws = 0;
-    if (kdn_gdn_workspace_size(call, &ws) == KDN_OK && ws) fp_dev(f, ws / sizeof(float) + 1);
-}
-
-static void footprint(const Test *t, Footprint *f) {
-    const Shape *sh = &t->shape;
-    static const float placeholder[1];
-    Case k = fp_make_case(f, sh);
-    fp_dev(f, k.n_dst);
-    kdn_gdn_call call = call_of(&k, sh, (float *)placeholder);
-    if (t->run == t_gdn) {
-        fp_workspace(f, &call);
-        fp_host_d(f, k.n_v), fp_host_d(f, (size_t)k.K * k.n_state), fp_host_f(f, k.n_dst);
-        return;
-    }
-    enum { N_BAD = sizeof bad_calls / sizeof bad_calls[0] }; /* t_gdn_bad_calls */
-    fp_host_f(f, 3 * N_BAD), fp_host_d(f, 3 * N_BAD);
-    kdn_gdn_call chunked = call;
-    chunked.path = KDN_PATH_CHUNKED;
-    for (int i = 0; i <= N_BAD; i++) { /* each bad call, then the base call */
-        fp_workspace(f, i < N_BAD ? &chunked : &call);
-        fp_host_f(f, k.n_dst); /* written_elements */
-    }
-}
-
-const TestList phase8_gdn_tests = {tests, sizeof tests / sizeof tests[0], footprint};
+const TestList phase8_gdn_tests = {tests, sizeof tests / sizeof tests[0], least_work};

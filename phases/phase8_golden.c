@@ -284,5 +284,5 @@ static const Test tests[] = {
     {8, "golden_snapshots_K2", "all", TOL_GOLDEN, {0}, t_snapshots_k2},
 };
 
-/* fixed, tiny shapes (--set does not apply): no footprint estimate */
+/* fixed, tiny shapes (--set does not apply): no time estimate */
 const TestList phase8_golden_tests = {tests, sizeof tests / sizeof tests[0], NULL};

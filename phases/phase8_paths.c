@@ -328,5 +328,7 @@ static const Test tests[] = {
     {8, "kernel_refusals", "all", TOL_EXACT, {0}, t_refusals},
 };
 
-/* small shapes: no footprint estimate (a --set that enlarges the scalar-load rows is not estimated) */
-const TestList phase8_paths_tests = {tests, sizeof tests / sizeof tests[0], NULL};
+/* The layer rows run their shape (layers_T0: none); kernel_refusals a fixed one. */
+static Work least_work(const Test *t) { return t->run == t_refusals ? (Work){0, 0} : dn_layer_work(&t->shape); }
+
+const TestList phase8_paths_tests = {tests, sizeof tests / sizeof tests[0], least_work};

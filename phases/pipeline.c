@@ -94,16 +94,3 @@ void deltanet_unfused(ChunkWork *w, const KdnShape *s, const float *q, const flo
         }
 }
 
-void fp_host_struct(Footprint *f, size_t bytes) { fp_host_d(f, bytes / sizeof(double) + 1); }
-
-/* chunk_work_alloc's buffers by size: 7 of C x D_k, 8 of C x D_v, 8 of
- * C x C, 5 of C, total, and two of D_v x D_k */
-void fp_chunk_work(Footprint *f, int C, int D_k, int D_v) {
-    size_t cc = (size_t)C * C, ck = (size_t)C * D_k, cv = (size_t)C * D_v, vk = (size_t)D_v * D_k;
-    const struct {
-        size_t n;
-        int count;
-    } sizes[] = {{ck, 7}, {cv, 8}, {cc, 8}, {(size_t)C, 5}, {1, 1}, {vk, 2}};
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        for (int k = 0; k < sizes[i].count; k++) fp_dev(f, sizes[i].n);
-}

@@ -59,13 +59,6 @@ void deltanet_recurrent(void *scratch, const KdnShape *s, const float *q, const 
 void deltanet_two_launch_f16dot(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
                                 const float *g, const float *beta, const float *state_in, float *o, float *state_out);
 
-/* Footprints (harness.h) of chunk_work_alloc, two_launch_prepare and
- * ref_chunk_work, and a ChunkWork or ChunkQuantities held in host_d. */
-void fp_chunk_work(Footprint *f, int C, int D_k, int D_v);
-void fp_two_launch_prepare(Footprint *f, const KdnShape *s);
-void fp_ref_chunk_work(Footprint *f, const KdnShape *s);
-void fp_host_struct(Footprint *f, size_t bytes);
-
 /* Reference side: one chunk's inputs gathered from the ggml tensors (double,
  * token rows) and its ref_chunk_intra, in host scratch reused chunk after
  * chunk (the harness caps a test's host arrays). */

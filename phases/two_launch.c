@@ -96,15 +96,3 @@ void ref_chunk_place(const RefChunkWork *w, const KdnShape *s, size_t ci, double
             }
 }
 
-void fp_two_launch_prepare(Footprint *f, const KdnShape *s) {
-    size_t chunks = (size_t)two_launch_chunks(s) * s->n_seqs * s->H_v, C = (size_t)s->chunk;
-    fp_host_struct(f, sizeof(ChunkQuantities));
-    fp_dev(f, chunks * C), fp_dev(f, chunks * C * C), fp_dev(f, chunks * C * s->D_v);
-    fp_dev(f, chunks * C * s->D_k), fp_dev(f, chunks * C * C);
-}
-
-void fp_ref_chunk_work(Footprint *f, const KdnShape *s) {
-    size_t C = (size_t)s->chunk;
-    fp_host_d(f, C * s->D_k), fp_host_d(f, C * s->D_k), fp_host_d(f, C * s->D_v), fp_host_d(f, C), fp_host_d(f, C);
-    fp_dn_ref_chunk(f, s->chunk, s->D_k, s->D_v);
-}
