@@ -70,15 +70,19 @@ history-check:
 	@! git grep -n -E '$(HISTORY_WORDS)' -- . || { echo "history-check: the lines above name an issue or a session"; exit 1; }
 	@echo "history-check: no issue numbers or sessions in the tree"
 
-# Every product kernel (two-launch, one-launch, recurrent) and the unfused
-# pipeline's barrier kernels, under KDN_CPU_SCHEDULE desc and shuffle:1.
+# Every product kernel (two-launch, one-launch, recurrent), the unfused
+# pipeline's barrier kernels and every phase-1 kernel (a fraction of a
+# second: lanes that read each other's stores without a barrier pass under
+# the ascending order alone), under KDN_CPU_SCHEDULE desc and shuffle:1.
 SCHEDULE_TESTS := 'two_launch_*' one_launch_T1 one_launch_T65 one_launch_gqa3 \
 	one_launch_chunk32_T33 one_launch_odd_dims recurrent_decode recurrent_odd_dims 'solve_tri*' 'gemm_*'
 test-schedules:
 	@for s in desc shuffle:1; do \
 	    KDN_CPU_SCHEDULE=$$s build/cpu/test_deltanet $(foreach t,$(SCHEDULE_TESTS),--test $(t)) \
 	        > build/cpu/schedule.out 2>&1 || { cat build/cpu/schedule.out; exit 1; }; \
-	    echo "schedule $$s: $$(tail -n 1 build/cpu/schedule.out)"; done
+	    KDN_CPU_SCHEDULE=$$s build/cpu/test_deltanet --phase 1 > build/cpu/schedule1.out 2>&1 || \
+	        { cat build/cpu/schedule1.out; exit 1; }; \
+	    echo "schedule $$s: $$(tail -n 1 build/cpu/schedule.out); phase 1: $$(tail -n 1 build/cpu/schedule1.out)"; done
 
 # The same kernels and the library's (gdn_*) on the race detector's build,
 # after its own unit tests (the planted races of tests/executor_kernels.cpp).
