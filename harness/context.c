@@ -1,4 +1,5 @@
-/* A test's context: its memory, guarded device buffers and verdict. */
+/* A test's context: its memory, guarded device buffers and comparisons
+ * (its verdict: verdict.c). */
 #include "internal.h"
 #include "tensors.h"
 
@@ -34,46 +35,6 @@ void ctx_end(Ctx *c) {
     c->n_dumped = c->dumped_cap = 0;
 }
 
-void test_fail(Ctx *c, const char *fmt, ...) {
-    size_t used = strlen(c->msg);
-    if (used + 2 >= sizeof c->msg) return;
-    if (used) c->msg[used++] = '\n', c->msg[used] = 0;
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->msg + used, sizeof c->msg - used, fmt, ap);
-    va_end(ap);
-    c->failed = true;
-}
-
-void test_skip(Ctx *c, const char *fmt, ...) {
-    int n = snprintf(c->msg, sizeof c->msg, "--set does not apply: ");
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->msg + n, sizeof c->msg - (size_t)n, fmt, ap);
-    va_end(ap);
-    c->skipped = true;
-}
-
-void test_error(Ctx *c, const char *fmt, ...) {
-    char why[sizeof c->msg];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
-    va_end(ap);
-    test_fail(c, "%s", why);
-    c->errored = true;
-}
-
-int test_failed(const Ctx *c) { return c->failed; }
-
-void set_shape_desc(Ctx *c, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(c->shape, sizeof c->shape, fmt, ap);
-    va_end(ap);
-}
-
-int is_cpu_backend(void) { return strcmp(kdn_backend(), "cpu") == 0; }
 
 /* A test whose memory would pass a limit, or that the system refuses
  * memory, is refused with the numbers and left at once (longjmp to

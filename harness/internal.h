@@ -155,6 +155,9 @@ bool test_selected(const Options *o, const Test *t);
 int apply_set(const Options *o, const Test *t, Test *out, char *err, size_t err_size);
 
 /* ---- registry ----------------------------------------------------------- */
+/* The tables the program runs (main passes the phases' tables; the list
+ * must outlive the run). Before parse_options. */
+void registry_use(const TestList *const *tables, int count);
 int registry_count(void);
 const Test *registry_get(int i);
 /* Up to n names closest to `name` (edit distance), for "did you mean". */
@@ -189,10 +192,6 @@ typedef struct {
     double seconds; /* wall time of the test, for the JUnit report */
 } TestResult;
 
-/* "PASS", "FAIL" or "SKIP" (--set does not apply). */
-const char *result_status(const TestResult *r);
-/* "exact" or "<atol>+<rtol>*|ref|[,nrel<=<bound>]", for lines and reports. */
-void describe_tol(const Tol *tol, char *out, size_t size);
 /* Runs one test and prints its line; fills r, returns r->passed. */
 bool run_test(const Test *t, const Options *o, FILE *out, TestResult *r);
 /* Runs the selected tests, printing a line each and the closing summary.
@@ -242,6 +241,10 @@ void test_error(Ctx *c, const char *fmt, ...);
 int reports_open(const Options *o, int total, char *err, size_t err_size);
 void reports_progress(const TestResult *r, int n);
 int reports_close(const TestResult *r, int n);
+/* "PASS", "FAIL" or "SKIP" (--set does not apply). */
+const char *result_status(const TestResult *r);
+/* "exact" or "<atol>+<rtol>*|ref|[,nrel<=<bound>]", for lines and reports. */
+void describe_tol(const Tol *tol, char *out, size_t size);
 /* The commit the binary was built from, with "-dirty" (build time). */
 const char *build_commit(void);
 /* A whole log or JUnit report by temp-and-rename (tests/report_escape.c). */

@@ -8,8 +8,11 @@
 #include "../kernels/kdn.h"
 
 #include <stdio.h>
+#include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
+
+int is_cpu_backend(void) { return strcmp(kdn_backend(), "cpu") == 0; }
 
 void format_bytes(double bytes, char *out, size_t size) {
     static const char *const units[] = {"KiB", "MiB", "GiB", "TiB"};

@@ -4,6 +4,7 @@
 #include "tensors.h"
 
 #include "../kernels/kdn.h"
+#include "../phases/phases.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -87,6 +88,7 @@ static int run_tests(const Options *o) {
 static int run(int argc, char **argv) {
     Options o;
     char err[512];
+    registry_use(ladder_tables, ladder_table_count);
     int rc = parse_options(argc, argv, &o, err, sizeof err);
     if (rc) {
         fprintf(stderr, "test_deltanet: %s\n", err);

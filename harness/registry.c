@@ -1,27 +1,27 @@
-/* The table of all tests: each phase file contributes its rows. */
+/* The table of all tests: the tables the program passes in (registry_use),
+ * in ladder order; a phase may have more than one table. */
 #include "internal.h"
-#include "../phases/phases.h"
 
 #include <string.h>
 
-/* In ladder order; a phase may have more than one table. */
-static const TestList *const phases[] = {
-    &phase1_tests, &phase2_tests, &phase3_tests, &phase4_tests,
-    &phase5_tests, &phase6_tests, &phase7_tests, &phase8_tests, &phase8_gdn_tests, &phase8_golden_tests,
-    &phase8_paths_tests,
-};
-enum { N_TABLES = sizeof phases / sizeof phases[0] };
+static const TestList *const *tables;
+static int n_tables;
+
+void registry_use(const TestList *const *list, int count) {
+    tables = list;
+    n_tables = count;
+}
 
 int registry_count(void) {
     int n = 0;
-    for (int p = 0; p < N_TABLES; p++) n += phases[p]->count;
+    for (int p = 0; p < n_tables; p++) n += tables[p]->count;
     return n;
 }
 
 const Test *registry_get(int i) {
-    for (int p = 0; p < N_TABLES; p++) {
-        if (i < phases[p]->count) return &phases[p]->tests[i];
-        i -= phases[p]->count;
+    for (int p = 0; p < n_tables; p++) {
+        if (i < tables[p]->count) return &tables[p]->tests[i];
+        i -= tables[p]->count;
     }
     return NULL;
 }
@@ -69,10 +69,10 @@ int registry_suggest(const char *name, const char **out, int n) {
 }
 
 bool registry_least_work(const Test *row, const Test *shaped, Work *w) {
-    for (int p = 0; p < N_TABLES; p++)
-        if (row >= phases[p]->tests && row < phases[p]->tests + phases[p]->count) {
-            if (!phases[p]->least_work) return false;
-            *w = phases[p]->least_work(shaped);
+    for (int p = 0; p < n_tables; p++)
+        if (row >= tables[p]->tests && row < tables[p]->tests + tables[p]->count) {
+            if (!tables[p]->least_work) return false;
+            *w = tables[p]->least_work(shaped);
             return true;
         }
     return false;

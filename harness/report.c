@@ -14,6 +14,19 @@
 #include <time.h>
 #include <unistd.h>
 
+/* The tolerance as printed on a line and in JUnit: "exact", or the element
+ * bound and, where the class has one, the normwise bound. */
+void describe_tol(const Tol *tol, char *out, size_t size) {
+    if (tol->atol == 0.0 && tol->rtol == 0.0 && tol->nrel == 0.0)
+        snprintf(out, size, "exact");
+    else if (tol->nrel > 0.0)
+        snprintf(out, size, "%.1e+%.1e*|ref|,nrel<=%.0e", tol->atol, tol->rtol, tol->nrel);
+    else
+        snprintf(out, size, "%.1e+%.1e*|ref|", tol->atol, tol->rtol);
+}
+
+const char *result_status(const TestResult *r) { return r->skipped ? "SKIP" : r->passed ? "PASS" : "FAIL"; }
+
 /* The commit the binary was built from, "-dirty" if its tracked files
  * differed (the Makefile bakes it in): not the directory it runs in. */
 #ifndef KDN_PROVENANCE

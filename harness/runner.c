@@ -14,19 +14,6 @@ static const char *const phase_titles[MAX_PHASE + 1] = {
     "attention matrix", "intra-chunk", "state interaction", "full multi-chunk Delta-Net",
 };
 
-/* The tolerance as printed on a line and in JUnit: "exact", or the element
- * bound and, where the class has one, the normwise bound. */
-void describe_tol(const Tol *tol, char *out, size_t size) {
-    if (tol->atol == 0.0 && tol->rtol == 0.0 && tol->nrel == 0.0)
-        snprintf(out, size, "exact");
-    else if (tol->nrel > 0.0)
-        snprintf(out, size, "%.1e+%.1e*|ref|,nrel<=%.0e", tol->atol, tol->rtol, tol->nrel);
-    else
-        snprintf(out, size, "%.1e+%.1e*|ref|", tol->atol, tol->rtol);
-}
-
-const char *result_status(const TestResult *r) { return r->skipped ? "SKIP" : r->passed ? "PASS" : "FAIL"; }
-
 /* Lines of text, each indented under the test's line. */
 static void print_indented(FILE *out, const char *s) {
     fputs("       ", out);

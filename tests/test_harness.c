@@ -5,6 +5,7 @@
 #include "../harness/internal.h"
 #include "../kernels/kdn.h"
 #include "../reference/ref.h"
+#include "../phases/phases.h"
 #include "executor_kernels.h"
 
 #include <math.h>
@@ -681,6 +682,7 @@ int main(void) {
         printf("test_harness: no device: %s\n", msg);
         return 77;
     }
+    registry_use(ladder_tables, ladder_table_count);
     test_compare();
     test_compare_scaled();
     test_guards();

@@ -1,6 +1,7 @@
 # make test: what CI runs, cheapest first, the ladder last (its closing line
 # "N passed, N failed" is the summary CI reads):
 #   the harness's unit tests and the executor's error paths (CPU build),
+#   the harness's files in layers, no call loop (tests/harness_calls.py),
 #   the same under AddressSanitizer, with phases 1-3 of the ladder,
 #   the gfx906 build, its resource limits and the ISA gates of
 #   tools/gfx906_isa.py (where hipcc exists),
@@ -121,6 +122,7 @@ test-gfx906:
 test:
 	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_harness build/cpu/test_failing build/cpu/test_report_escape
 	@build/cpu/test_harness
+	@python3 tests/harness_calls.py
 	@$(MAKE) --no-print-directory test-asan
 	@$(MAKE) --no-print-directory test-gfx906
 	@python3 tests/test_depend.py cpu $$([ -x build/hip/test_deltanet ] && echo hip)

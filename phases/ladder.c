@@ -1,0 +1,10 @@
+/* The ladder's test tables in order, for the programs that run them
+ * (harness/main.c passes them to the runner). */
+#include "phases.h"
+
+const TestList *const ladder_tables[] = {
+    &phase1_tests, &phase2_tests, &phase3_tests, &phase4_tests,
+    &phase5_tests, &phase6_tests, &phase7_tests, &phase8_tests, &phase8_gdn_tests, &phase8_golden_tests,
+    &phase8_paths_tests,
+};
+const int ladder_table_count = sizeof ladder_tables / sizeof ladder_tables[0];
