@@ -462,7 +462,7 @@ __device__ __forceinline__ void intra_wy_batch(const float *src, size_t stride, 
 }
 
 template <int C, bool kVec>
-__device__ void intra_wy(IntraLds<C> &L, const float *src, size_t stride, const float *scale, int n, int D,
+__device__ __forceinline__ void intra_wy(IntraLds<C> &L, const float *src, size_t stride, const float *scale, int n, int D,
                          float *out) {
     const int H = C / kWyGroups / 2; // rows per block
     const int g = (int)threadIdx.x / kWyQuads, cq = (int)threadIdx.x % kWyQuads * 4;

@@ -137,15 +137,17 @@ __device__ __forceinline__ void tile_products(OneLaunchLds<C> &L, const float *q
                               float (&acc)[C / 16][C / 16]) {
     const int TS = C / 16;
     // Query rows past the chunk's n tokens read row n - 1 instead (finite,
-    // in bounds, no branch); attention_tiles zeroes those rows of P.
-    const float *qr[TS];
+    // in bounds, no branch); attention_tiles zeroes those rows of P. Row
+    // offsets from qc, 32-bit: a tensor has fewer than 2^31 elements, and a
+    // pointer each took twice the registers (ROCm 6's clang spilled).
+    unsigned qr[TS];
     KDN_UNROLL
-    for (int a = 0; a < TS; a++) qr[a] = qc + (size_t)(ti * TS + a < n ? ti * TS + a : n - 1) * q_stride;
+    for (int a = 0; a < TS; a++) qr[a] = (unsigned)(ti * TS + a < n ? ti * TS + a : n - 1) * (unsigned)q_stride;
     for (int p = 0; p < D_k; p++) {
         float xi[TS], kj[TS];
         KDN_UNROLL
         for (int a = 0; a < TS; a++) {
-            xi[a] = kQueries ? qr[a][p] : L.k[ti * TS + a][p];
+            xi[a] = kQueries ? qc[qr[a] + p] : L.k[ti * TS + a][p];
             kj[a] = L.k[tj * TS + a][p];
         }
         KDN_UNROLL
