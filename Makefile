@@ -4,6 +4,9 @@
 #   make BACKEND=cpu     the same kernels on the host's SIMT executor (wave64)
 #   make BACKEND=cpu SANITIZE=1   ... under AddressSanitizer and UBSan
 #   make BACKEND=cpu RACECHECK=1  ... with the executor's LDS race detector
+#   make TOOLCHAIN=rocm6 ...      HIP with ROCm 6.4 (Debian forky's hipcc, clang 21: what
+#                                 MI50 users build with) in a chroot under build/rocm6
+#                                 (tools/rocm6_chroot.sh; ROCM6_CHROOT=DIR reuses one)
 BACKEND    ?= hip
 HIPCC      ?= hipcc
 GPU_TARGET ?= gfx906
@@ -13,6 +16,35 @@ CC         ?= cc
 CXX        ?= g++
 SANITIZE   ?= 0
 RACECHECK  ?= 0
+TOOLCHAIN  ?= host
+HOST_HIPCC  = $(HIPCC)
+
+# TOOLCHAIN=rocm6: hipcc and LLVM's tools run in the ROCm 6.4 chroot (the
+# wrappers in build/rocm6/bin, written by `tools/rocm6_chroot.sh setup`, which
+# makes the chroot the first time: root, debootstrap, 3 GB, network); the
+# HIP objects go to build/hip-rocm6, the ISA lens's to build/isa-rocm6.
+# TOOLCHAIN=host (the default): the host's hipcc (Debian 12: ROCm 5.2).
+ifeq ($(TOOLCHAIN),rocm6)
+  ROCM6_BIN := build/rocm6/bin
+  HOST_HIPCC := $(HIPCC)
+  override HIPCC := $(ROCM6_BIN)/hipcc
+  ISA_ENV   := HIPCC=$(ROCM6_BIN)/hipcc OBJDUMP=$(ROCM6_BIN)/llvm-objdump READELF=$(ROCM6_BIN)/llvm-readelf \
+               ISA_BUILD=build/isa-rocm6
+  TOOLCHAIN_READY := rocm6-chroot
+  # the simulator's label (its rows in results/gfx906-sim.tsv) and code objects
+  SIM_TOOLCHAIN := rocm6.4
+  SIM_OBJECTS   := build/isa-rocm6
+  ifeq ($(BACKEND),hip)
+    BUILD_SUFFIX := -rocm6
+  endif
+else ifneq ($(TOOLCHAIN),host)
+  $(error TOOLCHAIN must be host or rocm6 (got '$(TOOLCHAIN)'))
+endif
+# A command line's TOOLCHAIN stays with this make: the makes and tools it
+# starts (make test's steps, tests/test_depend.py) build with the host's
+# toolchain in build/hip unless told otherwise (test-gfx906 names it per run).
+MAKEOVERRIDES := $(filter-out TOOLCHAIN=%,$(MAKEOVERRIDES))
+unexport TOOLCHAIN
 
 WARN    := -Wall -Wextra
 CFLAGS  := -std=c11 -O2 -g -fPIC $(WARN) -Werror
@@ -45,7 +77,7 @@ else
   $(error BACKEND must be hip, cuda or cpu (got '$(BACKEND)'))
 endif
 
-BUILD := build/$(BACKEND)
+BUILD := build/$(BACKEND)$(BUILD_SUFFIX)
 # What a C program linking the static libkdn also needs (kdn.pc's Libs).
 HIP_PATH  ?= /opt/rocm
 CUDA_PATH ?= /usr/local/cuda
@@ -80,7 +112,7 @@ HOST_OBJ   := $(HOST_SRC:%.c=$(BUILD)/%.o)
 KERNEL_OBJ := $(patsubst %.cpp,$(BUILD)/%.o,$(KERNEL_SRC) $(RUNTIME)) $(LIB_C_SRC:%.c=$(BUILD)/%.o)
 LADDER_OBJ := $(LADDER_KERNEL_SRC:%.cpp=$(BUILD)/%.o)
 
-.PHONY: all clean test check-env test_deltanet resources resources-check lib install
+.PHONY: all clean test check-env test_deltanet resources resources-check lib install rocm6-chroot
 all: test_deltanet
 
 # The binary of the last backend built; each backend keeps its own objects.
@@ -137,7 +169,7 @@ $(BUILD)/%.o: %.c $(BUILD)/%.d
 	@echo "  CC    $<"
 	@$(CC) $(CFLAGS) $(DEPFLAGS) -c $< -o $@ && $(DEPDATE)
 
-$(BUILD)/%.o: %.cpp $(BUILD)/%.d
+$(BUILD)/%.o: %.cpp $(BUILD)/%.d | $(TOOLCHAIN_READY)
 	@mkdir -p $(dir $@)
 	@echo "  $(BACKEND)  $<"
 	@$(KCXX) $(KFLAGS) $(DEPFLAGS) -c $< -o $@ && $(DEPDATE)
@@ -176,17 +208,17 @@ check-env:
 # gfx906 resource use of every kernel, from the gfx906 compiler: `make
 # resources` rewrites the table in docs/kernels.md, `make resources-check`
 # fails on LDS > 64 KB, scratch or VGPR spills (run by make test where hipcc exists).
-resources:
+resources: $(TOOLCHAIN_READY)
 	@mkdir -p build
-	@tools/gfx906_resources.sh $(KERNEL_SRC) $(LADDER_KERNEL_SRC) > build/resources.md
+	@HIPCC=$(HIPCC) tools/gfx906_resources.sh $(KERNEL_SRC) $(LADDER_KERNEL_SRC) > build/resources.md
 	@awk -v table=build/resources.md \
 	    '/<!-- resources:end/ { skip = 0 } !skip { print } \
 	     /<!-- resources:begin/ { while ((getline line < table) > 0) print line; skip = 1 }' \
 	    docs/kernels.md > build/kernels.md && mv build/kernels.md docs/kernels.md
 	@echo "docs/kernels.md: resource table updated"
 
-resources-check:
-	@tools/gfx906_resources.sh --check $(KERNEL_SRC) $(LADDER_KERNEL_SRC) > /dev/null && echo "gfx906 resources: no kernel over 64 KB LDS, no scratch, no VGPR spills"
+resources-check: $(TOOLCHAIN_READY)
+	@HIPCC=$(HIPCC) tools/gfx906_resources.sh --check $(KERNEL_SRC) $(LADDER_KERNEL_SRC) > /dev/null && echo "gfx906 resources: no kernel over 64 KB LDS, no scratch, no VGPR spills"
 
 # The gfx906 ISA lens and the MI50 simulator (tools/gfx906_isa.py, tools/gfx906_sim.py,
 # docs/performance.md "MI50 simulator"):
@@ -199,14 +231,18 @@ resources-check:
 #                       gfx906 measurements -> results/gfx906-calibration.tsv
 .PHONY: isa isa-check calibrate
 SIM_ARGS = $(if $(SIM_OBJECTS),$(SIM_TOOLCHAIN) $(SIM_OBJECTS))
-isa:
-	@python3 tools/gfx906_isa.py report
-	@python3 tools/gfx906_sim.py table $(SIM_ARGS)
-isa-check:
-	@python3 tools/gfx906_isa.py check
-	@python3 tools/gfx906_sim.py check $(SIM_ARGS)
-calibrate:
-	@python3 tools/gfx906_sim.py calibrate
+isa: $(TOOLCHAIN_READY)
+	@$(ISA_ENV) python3 tools/gfx906_isa.py report
+	@$(ISA_ENV) python3 tools/gfx906_sim.py table $(SIM_ARGS)
+isa-check: $(TOOLCHAIN_READY)
+	@$(ISA_ENV) python3 tools/gfx906_isa.py check
+	@$(ISA_ENV) python3 tools/gfx906_sim.py check $(SIM_ARGS)
+calibrate: $(TOOLCHAIN_READY)
+	@$(ISA_ENV) python3 tools/gfx906_sim.py calibrate
+
+# The ROCm 6.4 chroot and its tool wrappers (made once, then only checked).
+rocm6-chroot:
+	@tools/rocm6_chroot.sh setup
 
 include tests/tests.mk
 

@@ -3,8 +3,9 @@
 #   the harness's unit tests and the executor's error paths (CPU build),
 #   the harness's files in layers, no call loop (tests/harness_calls.py),
 #   the same under AddressSanitizer, with phases 1-3 of the ladder,
-#   the gfx906 build, its resource limits and the ISA gates of
-#   tools/gfx906_isa.py (where hipcc exists),
+#   the gfx906 build, its resource limits, the ISA gates of
+#   tools/gfx906_isa.py (where hipcc exists; with
+#   TOOLCHAIN=rocm6 also with ROCm 6.4 in its chroot, as CI runs it),
 #   the header dependencies of both builds: an edited header rebuilds exactly
 #   the objects that include it (tests/test_depend.py),
 #   the command line's exit statuses and determinism (tests/cli.sh),
@@ -111,20 +112,25 @@ test-asan:
 	@build/cpu-asan/test_deltanet --phase 1-3 > build/asan-ladder.log 2>&1 || { cat build/asan-ladder.log; exit 1; }
 	@echo "asan: phases 1-3: $$(tail -n 1 build/asan-ladder.log)"
 
+# The gfx906 build with the host's hipcc where there is one (Debian 12: ROCm
+# 5.2, the quick local check) and, with TOOLCHAIN=rocm6 (CI), with ROCm 6.4
+# in its chroot (what MI50 users build with): the build, its resource limits
+# and the ISA gates, per toolchain.
+GFX906_CHECKS = $(MAKE) --no-print-directory BACKEND=hip TOOLCHAIN=$(1) build/hip$(if $(filter rocm6,$(1)),-rocm6)/test_deltanet && \
+	$(MAKE) --no-print-directory TOOLCHAIN=$(1) resources-check && \
+	$(MAKE) --no-print-directory TOOLCHAIN=$(1) isa-check
 test-gfx906:
 	@python3 tools/gfx906_sim.py selftest
-	@if command -v $(HIPCC) >/dev/null 2>&1; then \
-	    $(MAKE) --no-print-directory BACKEND=hip build/hip/test_deltanet && \
-	    $(MAKE) --no-print-directory resources-check && \
-	    $(MAKE) --no-print-directory isa-check; \
-	else echo "hipcc not found: gfx906 build skipped"; fi
+	@if command -v $(HOST_HIPCC) >/dev/null 2>&1; then $(call GFX906_CHECKS,host); \
+	else echo "hipcc not found: gfx906 build with the host's toolchain skipped"; fi
+	@if [ "$(TOOLCHAIN)" = rocm6 ]; then $(call GFX906_CHECKS,rocm6); fi
 
 test:
 	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_harness build/cpu/test_failing build/cpu/test_report_escape
 	@build/cpu/test_harness
 	@python3 tests/harness_calls.py
 	@$(MAKE) --no-print-directory test-asan
-	@$(MAKE) --no-print-directory test-gfx906
+	@$(MAKE) --no-print-directory test-gfx906 TOOLCHAIN=$(TOOLCHAIN)
 	@python3 tests/test_depend.py cpu $$([ -x build/hip/test_deltanet ] && echo hip)
 	@sh tests/cli.sh build/cpu/test_deltanet build/cpu/test_failing $$([ -x build/hip/test_deltanet ] && echo build/hip/test_deltanet)
 	@sh tests/test_tensors.sh build/cpu/test_deltanet

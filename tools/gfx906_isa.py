@@ -24,7 +24,8 @@ work functions here (work_*) give the product kernels' floors there.
 
 Python 3 standard library only; the tools are hipcc and LLVM's llvm-objdump /
 llvm-readelf (Debian: hipcc pulls in llvm-15). Tool names can be overridden
-with HIPCC, OBJDUMP, READELF.
+with HIPCC, OBJDUMP, READELF; ISA_BUILD names the build directory (default
+build/isa; `make isa TOOLCHAIN=rocm6` sets all four to the ROCm 6 chroot's).
 """
 import math
 import os
@@ -530,12 +531,12 @@ def main(argv):
     cmd = argv[1] if len(argv) > 1 else "report"
     if cmd not in ("report", "check"):
         sys.exit("usage: tools/gfx906_isa.py [report|check]")
-    out = os.path.join(ROOT, "build/isa")
+    out = os.path.join(ROOT, os.environ.get("ISA_BUILD", "build/isa"))
     ks = analyse(out)
     write_isa_tsv(ks, os.path.join(out, "isa.tsv"))
     if cmd == "report":
         print_isa(ks)
-        print("\nTSV: build/isa/isa.tsv (every kernel and loop)")
+        print("\nTSV: %s/isa.tsv (every kernel and loop)" % os.path.relpath(out, ROOT))
         return 0
     fails = check(ks)
     for f in fails:

@@ -26,7 +26,8 @@ for f in "$@"; do
     awk -v file="$f" '
         # every remark line ends in "VALUE [-Rpass-analysis=kernel-resource-usage]"
         /remark: Function Name:/ { name = $(NF-1) }
-        /remark: +SGPRs:/        { sgpr = $(NF-1) }
+        # clang 15 (ROCm 5) prints "SGPRs:", clang 21 (ROCm 6) "TotalSGPRs:"
+        /remark: +(Total)?SGPRs:/ { sgpr = $(NF-1) }
         /remark: +VGPRs:/        { vgpr = $(NF-1) }
         /ScratchSize/            { scratch = $(NF-1) }
         /Occupancy/              { occ = $(NF-1) }
