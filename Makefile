@@ -17,6 +17,7 @@ CXX        ?= g++
 SANITIZE   ?= 0
 RACECHECK  ?= 0
 TOOLCHAIN  ?= host
+LIBS_CC     = $(CC)
 HOST_HIPCC  = $(HIPCC)
 
 # TOOLCHAIN=rocm6: hipcc and LLVM's tools run in the ROCm 6.4 chroot (the
@@ -28,6 +29,7 @@ ifeq ($(TOOLCHAIN),rocm6)
   ROCM6_BIN := build/rocm6/bin
   HOST_HIPCC := $(HIPCC)
   override HIPCC := $(ROCM6_BIN)/hipcc
+  LIBS_CC   := $(ROCM6_BIN)/cc
   ISA_ENV   := HIPCC=$(ROCM6_BIN)/hipcc OBJDUMP=$(ROCM6_BIN)/llvm-objdump READELF=$(ROCM6_BIN)/llvm-readelf \
                ISA_BUILD=build/isa-rocm6
   TOOLCHAIN_READY := rocm6-chroot
@@ -81,10 +83,14 @@ BUILD := build/$(BACKEND)$(BUILD_SUFFIX)
 # What a C program linking the static libkdn also needs (kdn.pc's Libs).
 HIP_PATH  ?= /opt/rocm
 CUDA_PATH ?= /usr/local/cuda
-LIB_DEPS_cpu  := -lstdc++ -lm -lpthread
-LIB_DEPS_hip  := -L$(HIP_PATH)/lib -lamdhip64 -lstdc++ -lm
-LIB_DEPS_cuda := -L$(CUDA_PATH)/lib64 -lcudart -lstdc++ -lm
-LIB_DEPS := $(LIB_DEPS_$(BACKEND))
+# -L only for a runtime the C compiler does not find by itself (Debian keeps
+# libamdhip64 in the default path; /opt/rocm/lib does not exist there), and
+# only to a directory that exists.
+lib_dir = $(if $(filter /%,$(shell $(LIBS_CC) -print-file-name=lib$(1).so)),,$(addprefix -L,$(wildcard $(2))))
+LIB_DEPS_cpu   = -lstdc++ -lm -lpthread
+LIB_DEPS_hip   = $(call lib_dir,amdhip64,$(HIP_PATH)/lib) -lamdhip64 -lstdc++ -lm
+LIB_DEPS_cuda  = $(call lib_dir,cudart,$(CUDA_PATH)/lib64) -lcudart -lstdc++ -lm
+LIB_DEPS = $(LIB_DEPS_$(BACKEND))
 ifeq ($(SANITIZE),1)
   ifneq ($(BACKEND),cpu)
     $(error SANITIZE=1 needs BACKEND=cpu)
@@ -119,24 +125,41 @@ all: test_deltanet
 test_deltanet: $(BUILD)/test_deltanet
 	@cp $< $@
 
-# The harness links the library like any other caller.
-$(BUILD)/test_deltanet: $(HOST_OBJ) $(LADDER_OBJ) $(BUILD)/libkdn.a
+# The harness tests the library's internals (its kernels' entry points, the
+# executor) beside the ladder's own kernels, so it links the library's
+# objects; callers link libkdn.a or libkdn.so, which export the API only.
+$(BUILD)/test_deltanet: $(HOST_OBJ) $(LADDER_OBJ) $(KERNEL_OBJ)
 	@echo "  LINK  $@"
 	@$(LINK) $^ -o $@ $(LDLIBS)
 
 # libkdn: the product kernels, their runtime and the entry point (kernels/gated_delta_net.h).
 lib: $(BUILD)/libkdn.a $(BUILD)/libkdn.so
 
-$(BUILD)/libkdn.a: $(KERNEL_OBJ)
+# Both libraries export the public API only: the functions
+# kernels/gated_delta_net.h declares (libkdn.syms, one per line; tests/test_install.sh
+# and tests/test_symbols.sh check with nm).
+$(BUILD)/libkdn.syms: kernels/gated_delta_net.h
+	@mkdir -p $(dir $@)
+	@sed -n 's/^[a-z_][a-z_ ]*[ *]\(kdn_[a-z_0-9]*\)(.*/\1/p' $< > $@
+
+# The static library is one object: the library's objects linked together
+# (ld -r), every global symbol but the API then made local, so that the
+# executor's threadIdx/blockIdx, the race detector's __tsan_* hooks, C++ names
+# and internal kdn_* functions never meet a caller's symbols. COMDAT groups
+# are dissolved first (-R .group): a local symbol in a group the final link
+# drops in favour of the caller's copy would dangle; the library keeps its
+# own copies instead.
+$(BUILD)/libkdn.o: $(KERNEL_OBJ) $(BUILD)/libkdn.syms
+	@echo "  LD -r $@"
+	@ld -r $(KERNEL_OBJ) -o $@.all && objcopy -R .group --keep-global-symbols=$(BUILD)/libkdn.syms $@.all $@ && rm -f $@.all
+
+$(BUILD)/libkdn.a: $(BUILD)/libkdn.o
 	@echo "  AR    $@"
 	@rm -f $@ && ar rcs $@ $^
 
-# The shared library exports the public API only: the functions
-# kernels/gated_delta_net.h declares, through a version script made from it
-# (every other symbol local; tests/test_install.sh checks with nm -D).
-$(BUILD)/libkdn.map: kernels/gated_delta_net.h
-	@mkdir -p $(dir $@)
-	@{ echo '{ global:'; sed -n 's/^[a-z_][a-z_ ]*[ *]\(kdn_[a-z_0-9]*\)(.*/    \1;/p' $<; echo '  local: *; };'; } > $@
+# The shared library: a version script made from the same list.
+$(BUILD)/libkdn.map: $(BUILD)/libkdn.syms
+	@{ echo '{ global:'; sed 's/.*/    &;/' $<; echo '  local: *; };'; } > $@
 SO_EXPORTS := $(if $(filter cuda,$(BACKEND)),-Xlinker --version-script=$(BUILD)/libkdn.map,-Wl,--version-script=$(BUILD)/libkdn.map)
 
 $(BUILD)/libkdn.so: $(KERNEL_OBJ) $(BUILD)/libkdn.map

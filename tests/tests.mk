@@ -4,7 +4,7 @@
 #   the harness's files in layers, no call loop (tests/harness_calls.py),
 #   the same under AddressSanitizer, with phases 1-3 of the ladder,
 #   the gfx906 build, its resource limits, the ISA gates of
-#   tools/gfx906_isa.py (where hipcc exists; with
+#   tools/gfx906_isa.py and its symbols (where hipcc exists; with
 #   TOOLCHAIN=rocm6 also with ROCm 6.4 in its chroot, as CI runs it),
 #   the header dependencies of both builds: an edited header rebuilds exactly
 #   the objects that include it (tests/test_depend.py),
@@ -23,6 +23,7 @@
 #   planted faults (tests/mutate.sh; make mutate runs them all), every
 #   line of kernels/ and phases/kernels/ run (make coverage-quick, tests/coverage.mk),
 #   make install + a C caller built with pkg-config (tests/test_install.sh),
+#   libkdn.a's exported symbols: the public API only (tests/test_symbols.sh),
 #   the end-to-end tools on hand-made data and stand-in programs (tests/test_e2e_tools.sh),
 #   every phase of the ladder on the CPU build, its log compared with
 #   results/baseline-cpu.tsv (make baseline rewrites it), the ladder's
@@ -114,16 +115,17 @@ test-asan:
 
 # The gfx906 build with the host's hipcc where there is one (Debian 12: ROCm
 # 5.2, the quick local check) and, with TOOLCHAIN=rocm6 (CI), with ROCm 6.4
-# in its chroot (what MI50 users build with): the build, its resource limits
-# and the ISA gates, per toolchain.
+# in its chroot (what MI50 users build with): the build, its resource limits,
+# the ISA gates and the library's exported symbols, per toolchain.
 GFX906_CHECKS = $(MAKE) --no-print-directory BACKEND=hip TOOLCHAIN=$(1) build/hip$(if $(filter rocm6,$(1)),-rocm6)/test_deltanet && \
 	$(MAKE) --no-print-directory TOOLCHAIN=$(1) resources-check && \
-	$(MAKE) --no-print-directory TOOLCHAIN=$(1) isa-check
+	$(MAKE) --no-print-directory TOOLCHAIN=$(1) isa-check && \
+	CC=$(2) sh tests/test_symbols.sh hip $(1)
 test-gfx906:
 	@python3 tools/gfx906_sim.py selftest
-	@if command -v $(HOST_HIPCC) >/dev/null 2>&1; then $(call GFX906_CHECKS,host); \
+	@if command -v $(HOST_HIPCC) >/dev/null 2>&1; then $(call GFX906_CHECKS,host,$(CC)); \
 	else echo "hipcc not found: gfx906 build with the host's toolchain skipped"; fi
-	@if [ "$(TOOLCHAIN)" = rocm6 ]; then $(call GFX906_CHECKS,rocm6); fi
+	@if [ "$(TOOLCHAIN)" = rocm6 ]; then $(call GFX906_CHECKS,rocm6,build/rocm6/bin/cc); fi
 
 test:
 	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_harness build/cpu/test_failing build/cpu/test_report_escape
@@ -141,6 +143,7 @@ test:
 	@python3 tests/test_layers.py --self-test && python3 tests/test_layers.py
 	@$(MAKE) --no-print-directory BACKEND=cpu test-reference
 	@sh tests/test_install.sh cpu
+	@sh tests/test_symbols.sh cpu
 	@sh tests/test_e2e_tools.sh
 	@$(MAKE) --no-print-directory BACKEND=cpu test-report
 	@$(MAKE) --no-print-directory BACKEND=cpu test-schedules
