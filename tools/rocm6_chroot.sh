@@ -27,6 +27,7 @@
 # When something is missing the script says what and exits 77 (skipped): it
 # never reports a build it did not make.
 set -eu
+PATH=$PATH:/usr/sbin:/sbin   # debootstrap, chroot: a user's PATH may lack them
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 CHROOT=${ROCM6_CHROOT:-$ROOT/build/rocm6/chroot}
 BIN=$ROOT/build/rocm6/bin
@@ -73,7 +74,7 @@ has_packages() {
 }
 
 make_chroot() {
-    command -v debootstrap >/dev/null 2>&1 || skip "needs debootstrap (apt-get install debootstrap) to make $CHROOT"
+    debootstrap=$(command -v debootstrap) || skip "needs debootstrap (apt-get install debootstrap) to make $CHROOT"
     parent=$(dirname "$CHROOT")
     mkdir -p "$parent"
     free=$(df -Pk "$parent" | awk 'NR == 2 { print $4 }')
@@ -84,7 +85,7 @@ make_chroot() {
     tmp=$CHROOT.partial
     as_root rm -rf "$tmp"
     echo "rocm6 chroot: debootstrap $SUITE into $CHROOT (a few minutes)" >&2
-    as_root debootstrap --variant=minbase "$SUITE" "$tmp" "$MIRROR" "$script" > "$parent/debootstrap.log" 2>&1 ||
+    as_root "$debootstrap" --variant=minbase "$SUITE" "$tmp" "$MIRROR" "$script" > "$parent/debootstrap.log" 2>&1 ||
         skip "debootstrap failed (network to deb.debian.org?): see $parent/debootstrap.log"
     as_root mv "$tmp" "$CHROOT"
 }
