@@ -29,6 +29,14 @@ static const char *const messages[KDN_STATUS_COUNT] = {
     [KDN_ERR_OPTION] = "option: head_map must be TILED or BLOCK, path AUTO, RECURRENT or CHUNKED",
     [KDN_ERR_UNSUPPORTED_SHAPE] = "unsupported shape: a dimension < 1, S_v > 256, H_v or n_seqs > 65535, "
                                   "or a tensor of 2^31 elements or more",
+    [KDN_ERR_PENDING_ERROR] = "pending error: an error of earlier work waited on this host thread; nothing was "
+                              "launched and the error was left in place",
+    [KDN_ERR_LAUNCH_FAILED] = "launch failed: the runtime failed a kernel launch or the CPU executor stopped a kernel "
+                              "(kdn_gdn_error_detail() says which and why)",
+    [KDN_ERR_KERNEL_REFUSED] = "kernel refused: a kernel refused a shape the library's checks accepted (a library "
+                               "defect; kdn_gdn_error_detail() names it)",
+    [KDN_ERR_EXECUTOR_SETTINGS] = "executor settings: KDN_CPU_SCHEDULE or KDN_CPU_TIMEOUT holds a value the CPU "
+                                  "executor does not understand; nothing ran",
 };
 
 const char *kdn_status_message(kdn_status status) {
@@ -338,16 +346,35 @@ static void stage_views(const kdn_gdn_call *c, Plan *p, void *workspace, KdnChun
     kdn_chunk_buffers_carve(at, &l->s, b);
 }
 
+/* ---- errors of the launch ------------------------------------------------
+ * The backend keeps a launch failure per host thread from the launch that
+ * failed until it is taken, and runs no later launch of that thread while
+ * it stands. A call refuses to start while an error of earlier work waits
+ * (it is not this call's to take, and its launches would not run), and
+ * takes the failure of its own launches before returning. */
+static _Thread_local char error_detail[512];
+
+const char *kdn_gdn_error_detail(void) { return error_detail; }
+
+static const kdn_status status_of_fault[] = {
+    [KDN_FAULT_NONE] = KDN_OK,
+    [KDN_FAULT_REFUSED] = KDN_ERR_KERNEL_REFUSED,
+    [KDN_FAULT_LAUNCH] = KDN_ERR_LAUNCH_FAILED,
+    [KDN_FAULT_SETTINGS] = KDN_ERR_EXECUTOR_SETTINGS,
+};
+
 kdn_status kdn_gated_delta_net(const kdn_gdn_call *call, void *workspace, size_t workspace_size) {
     Plan p;
+    error_detail[0] = 0;
     kdn_status st = plan_call(call, &p);
     if (st != KDN_OK) return st;
     size_t need = workspace_bytes(&p);
     if (need > 0 && (!workspace || workspace_size < need)) return KDN_ERR_WORKSPACE;
+    if (kdn_error_pending(error_detail, sizeof error_detail)) return KDN_ERR_PENDING_ERROR;
     void *previous = kdn_set_stream(call->stream);
     KdnChunkBuffers b = {0};
     if (p.chunked) stage_views(call, &p, workspace, &b);
     kdn_layer_run(&p.call, p.path, &b);
     kdn_set_stream(previous);
-    return KDN_OK;
+    return status_of_fault[kdn_take_fault(error_detail, sizeof error_detail)];
 }

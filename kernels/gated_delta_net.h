@@ -22,7 +22,10 @@
  * (permuted views) for q, k, v, g, beta; state must be contiguous.
  * A call that is refused returns its status, launches nothing, writes nothing.
  * The call only enqueues work on `stream`; errors of the device itself show
- * at the caller's next synchronisation. No allocation inside the call. */
+ * at the caller's next synchronisation. No allocation inside the call.
+ * Thread safety: calls from different host threads may run at once on every
+ * build (each host thread's launches and their errors are its own); a call
+ * reports the failures it caused and only those (docs/api.md). */
 #ifndef KDN_GATED_DELTA_NET_H
 #define KDN_GATED_DELTA_NET_H
 
@@ -78,11 +81,23 @@ typedef enum {
     KDN_ERR_CHUNK,             /* chunk is not 0, 32 or 64 */
     KDN_ERR_OPTION,            /* head_map or path out of range */
     KDN_ERR_UNSUPPORTED_SHAPE, /* valid ggml shape the kernels cannot run: S_v > 128 (chunked) / 256, a dimension < 1 or too large */
+    /* Statuses of the launch; kdn_gdn_error_detail() names the kernel and the cause. */
+    KDN_ERR_PENDING_ERROR,     /* an error of earlier work waited on this host thread (GPU: the runtime's last
+                                  error); nothing launched, the error left in place for its owner */
+    KDN_ERR_LAUNCH_FAILED,     /* the runtime failed a launch (GPU) or the executor stopped a kernel (cpu: time
+                                  limit, fiber stack overflow, trap); dst and workspace undefined */
+    KDN_ERR_KERNEL_REFUSED,    /* a kernel refused a shape the checks accepted (a library defect); dst undefined */
+    KDN_ERR_EXECUTOR_SETTINGS, /* cpu: KDN_CPU_SCHEDULE or KDN_CPU_TIMEOUT not understood; nothing ran */
     KDN_STATUS_COUNT
 } kdn_status;
 
 /* One distinct message per status ("unknown status" past the range). */
 const char *kdn_status_message(kdn_status status);
+/* What went wrong in the calling host thread's last kdn_gated_delta_net call
+ * when it returned one of the launch statuses (KDN_ERR_PENDING_ERROR and
+ * after): the kernel and the runtime's or the executor's message; "" after
+ * any other status. Per host thread, valid until that thread's next call. */
+const char *kdn_gdn_error_detail(void);
 
 /* Bytes of device workspace kdn_gated_delta_net needs for this call (0 when
  * the chosen path needs none); checks the call like the run does. */

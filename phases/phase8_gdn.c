@@ -191,7 +191,7 @@ static void t_gdn(const Test *t, Ctx *c) {
         test_fail(c, "path %s, docs promise %s", path_name(path), path_name(promised_path(&k, call.path)));
     float *workspace = ws ? dev_out(c, "workspace", ws / sizeof(float) + 1) : NULL;
     st = kdn_gated_delta_net(&call, workspace, ws);
-    if (st != KDN_OK) test_fail(c, "call failed: %s", kdn_status_message(st));
+    if (st != KDN_OK) test_fail(c, "call failed: %s %s", kdn_status_message(st), kdn_gdn_error_detail());
     if (test_failed(c) || dev_sync(c) != 0) return;
 
     RefShape rs = {k.T, k.B, k.H_k, k.H_v, k.S, k.S, 64, sh->head_map == HEAD_MAP_BLOCK};

@@ -207,7 +207,8 @@ static void run_library(const Test *t, Ctx *c, const Golden *x, kdn_path path) {
     float *workspace = ws ? dev_out(c, "workspace", ws / sizeof(float) + 1) : NULL;
     if (st == KDN_OK) st = kdn_gated_delta_net(&call, workspace, ws);
     if (st != KDN_OK) {
-        test_fail(c, "library (%s): %s", path == KDN_PATH_CHUNKED ? "chunked" : "recurrent", kdn_status_message(st));
+        test_fail(c, "library (%s): %s %s", path == KDN_PATH_CHUNKED ? "chunked" : "recurrent", kdn_status_message(st),
+                  kdn_gdn_error_detail());
         return;
     }
     if (dev_sync(c) != 0) return;

@@ -220,7 +220,7 @@ extern "C" {
 int exec_race_detector(void) {
     float y[64];
     exec_wave_sum(y, 64); // a launch, so that instrumented code has run
-    return kdn_cpu_take_error() == NULL && kdn_cpu_race_detector();
+    return kdn_cpu_take_fault(NULL, 0) == 0 && kdn_cpu_race_detector();
 }
 long exec_lds_checked(void) { return kdn_cpu_lds_checked(); }
 void exec_write_write(float *y) { KDN_LAUNCH(kernel_write_write, dim3(1), dim3(128), 4, y); }

@@ -2,6 +2,8 @@
 # "N passed, N failed" is the summary CI reads):
 #   the harness's unit tests and the executor's error paths (CPU build),
 #   the harness's files in layers, no call loop (tests/harness_calls.py),
+#   the library from several host threads at once, its failures and the
+#   program's signal state (tests/test_threads.c),
 #   the same under AddressSanitizer, with phases 1-3 of the ladder,
 #   the gfx906 build, its resource limits, the ISA gates of
 #   tools/gfx906_isa.py and its symbols (where hipcc exists; with
@@ -17,9 +19,9 @@
 #   every #include pointing down the layers, no loop (tests/test_layers.py),
 #   the reference against itself, result logs and reports,
 #   the product kernels under the executor's descending and shuffled
-#   schedules (races the ascending order hides), the executor's unit tests
-#   and the product kernels on the race detector's build (build/cpu-race:
-#   every LDS access checked), the quick subset of the
+#   schedules (races the ascending order hides), the executor's unit tests,
+#   the threaded library test and the product kernels on the race detector's
+#   build (build/cpu-race: every LDS access checked), the quick subset of the
 #   planted faults (tests/mutate.sh; make mutate runs them all), every
 #   line of kernels/ and phases/kernels/ run (make coverage-quick, tests/coverage.mk),
 #   make install + a C caller built with pkg-config (tests/test_install.sh),
@@ -33,6 +35,14 @@
 UNIT_OBJ := $(filter-out $(BUILD)/harness/main.o,$(HOST_OBJ)) $(LADDER_OBJ) $(KERNEL_OBJ)
 
 $(BUILD)/test_harness: $(BUILD)/tests/test_harness.o $(BUILD)/tests/executor_kernels.o $(UNIT_OBJ)
+	@echo "  LINK  $@"
+	@$(LINK) $^ -o $@ $(LDLIBS)
+
+# libkdn called from several host threads at once, each failure a call can
+# meet, and the program's signal state around the calls (tests/test_threads.c;
+# linked with the objects: it plants errors through internal launchers,
+# which libkdn.a hides).
+$(BUILD)/test_threads: $(BUILD)/tests/test_threads.o $(KERNEL_OBJ)
 	@echo "  LINK  $@"
 	@$(LINK) $^ -o $@ $(LDLIBS)
 
@@ -91,8 +101,9 @@ test-schedules:
 # after its own unit tests (the planted races of tests/executor_kernels.cpp).
 RACE_TESTS := $(SCHEDULE_TESTS) 'gdn_*'
 test-race:
-	@$(MAKE) --no-print-directory BACKEND=cpu RACECHECK=1 build/cpu-race/test_deltanet build/cpu-race/test_harness
+	@$(MAKE) --no-print-directory BACKEND=cpu RACECHECK=1 build/cpu-race/test_deltanet build/cpu-race/test_harness build/cpu-race/test_threads
 	@out=$$(build/cpu-race/test_harness 2>&1); rc=$$?; echo "$$out" | sed 's/^/race: /'; exit $$rc
+	@out=$$(build/cpu-race/test_threads 2>&1); rc=$$?; echo "$$out" | sed 's/^/race: /'; exit $$rc
 	@build/cpu-race/test_deltanet $(foreach t,$(RACE_TESTS),--test $(t)) > build/cpu-race/race.out 2>&1 || \
 	    { cat build/cpu-race/race.out; exit 1; }
 	@echo "race: product kernels, every LDS access checked: $$(tail -n 1 build/cpu-race/race.out)"
@@ -108,8 +119,9 @@ mutate:
 	@sh tests/mutate.sh --all
 
 test-asan:
-	@$(MAKE) --no-print-directory BACKEND=cpu SANITIZE=1 build/cpu-asan/test_deltanet build/cpu-asan/test_harness
+	@$(MAKE) --no-print-directory BACKEND=cpu SANITIZE=1 build/cpu-asan/test_deltanet build/cpu-asan/test_harness build/cpu-asan/test_threads
 	@out=$$(build/cpu-asan/test_harness 2>&1); rc=$$?; echo "$$out" | sed 's/^/asan: /'; exit $$rc
+	@out=$$(build/cpu-asan/test_threads 2>&1); rc=$$?; echo "$$out" | sed 's/^/asan: /'; exit $$rc
 	@build/cpu-asan/test_deltanet --phase 1-3 > build/asan-ladder.log 2>&1 || { cat build/asan-ladder.log; exit 1; }
 	@echo "asan: phases 1-3: $$(tail -n 1 build/asan-ladder.log)"
 
@@ -128,9 +140,10 @@ test-gfx906:
 	@if [ "$(TOOLCHAIN)" = rocm6 ]; then $(call GFX906_CHECKS,rocm6,build/rocm6/bin/cc); fi
 
 test:
-	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_harness build/cpu/test_failing build/cpu/test_report_escape
+	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_harness build/cpu/test_failing build/cpu/test_report_escape build/cpu/test_threads
 	@build/cpu/test_harness
 	@python3 tests/harness_calls.py
+	@build/cpu/test_threads
 	@$(MAKE) --no-print-directory test-asan
 	@$(MAKE) --no-print-directory test-gfx906 TOOLCHAIN=$(TOOLCHAIN)
 	@python3 tests/test_depend.py cpu $$([ -x build/hip/test_deltanet ] && echo hip)

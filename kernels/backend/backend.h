@@ -21,6 +21,8 @@
 #define gpuSuccess hipSuccess
 #define gpuGetErrorString hipGetErrorString
 #define gpuGetLastError hipGetLastError
+#define gpuPeekAtLastError hipPeekAtLastError
+#define gpuErrorNotReady hipErrorNotReady
 #define gpuGetDeviceCount hipGetDeviceCount
 #define gpuGetDeviceProperties hipGetDeviceProperties
 #define gpuDeviceProp hipDeviceProp_t
@@ -45,9 +47,9 @@
 #define gpuOccupancyMaxActiveBlocksPerMultiprocessor hipOccupancyMaxActiveBlocksPerMultiprocessor
 #define KDN_LAUNCH(kernel, grid, block, shmem, ...)                              \
     do {                                                                          \
+        if (!kdn_launch_may_run()) break;                                         \
         hipLaunchKernelGGL(kernel, grid, block, shmem, (hipStream_t)kdn_launch_stream, __VA_ARGS__); \
-        hipError_t kdn_e_ = hipGetLastError();                                    \
-        kdn_note_launch(#kernel, (int)kdn_e_, hipGetErrorString(kdn_e_));          \
+        kdn_note_launch(#kernel, hipGetLastError());                              \
     } while (0)
 
 #elif defined(KDN_BACKEND_CUDA)
@@ -60,6 +62,8 @@
 #define gpuSuccess cudaSuccess
 #define gpuGetErrorString cudaGetErrorString
 #define gpuGetLastError cudaGetLastError
+#define gpuPeekAtLastError cudaPeekAtLastError
+#define gpuErrorNotReady cudaErrorNotReady
 #define gpuGetDeviceCount cudaGetDeviceCount
 #define gpuGetDeviceProperties cudaGetDeviceProperties
 #define gpuDeviceProp cudaDeviceProp
@@ -84,9 +88,9 @@
 #define gpuOccupancyMaxActiveBlocksPerMultiprocessor cudaOccupancyMaxActiveBlocksPerMultiprocessor
 #define KDN_LAUNCH(kernel, grid, block, shmem, ...)                              \
     do {                                                                          \
+        if (!kdn_launch_may_run()) break;                                         \
         kernel<<<grid, block, shmem, (cudaStream_t)kdn_launch_stream>>>(__VA_ARGS__); \
-        cudaError_t kdn_e_ = cudaGetLastError();                                  \
-        kdn_note_launch(#kernel, (int)kdn_e_, cudaGetErrorString(kdn_e_));        \
+        kdn_note_launch(#kernel, cudaGetLastError());                             \
     } while (0)
 
 #elif defined(KDN_BACKEND_CPU)
@@ -105,8 +109,15 @@
 #endif
 
 #if !defined(KDN_BACKEND_CPU)
-// Records a launch's outcome so kdn_sync() reports it (runtime.cpp).
-void kdn_note_launch(const char *kernel, int code, const char *message);
+// KDN_LAUNCH's bookkeeping (runtime_gpu.cpp): kdn_launch_may_run counts the
+// launch and says whether it may run (not while an earlier launch failure of
+// this host thread stands, as on the CPU executor); kdn_note_launch records
+// its outcome, the runtime's last error taken right after the launch, so
+// kdn_sync() or the library call reports it. The runtime's error is the
+// launch's own: the library refuses to start while one is pending
+// (kdn_error_pending), and the ladder takes each at kdn_sync().
+bool kdn_launch_may_run(void);
+void kdn_note_launch(const char *kernel, gpuError_t code);
 // The stream KDN_LAUNCH enqueues on (kdn_set_stream; NULL: the default
 // stream). Per host thread, so callers on different threads keep theirs.
 extern thread_local void *kdn_launch_stream;
@@ -160,14 +171,20 @@ __device__ __forceinline__ void kdn_release_next_grid() {}
 #endif
 
 // A launcher that cannot run a shape (beyond a kernel's documented limits)
-// calls this instead of launching; kdn_sync() then reports it as the error.
+// calls this instead of launching; kdn_sync() then reports it as the error
+// (KDN_FAULT_REFUSED), and this host thread's later launches do not run
+// until it is taken.
 void kdn_launch_refused(const char *kernel, const char *why);
 
 // A kernel launched with more than 48 KB of dynamic LDS: CUDA needs an opt-in
-// per kernel; gfx906 and the CPU executor allow 64 KB as they are.
+// per kernel; gfx906 and the CPU executor allow 64 KB as they are. A failed
+// opt-in is recorded as the kernel's launch failure (the launch would fail).
 #if defined(KDN_BACKEND_CUDA)
-#define KDN_ALLOW_LDS(kernel, bytes) \
-    cudaFuncSetAttribute((const void *)(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, (int)(bytes))
+void kdn_note_runtime_call(const char *what, const char *kernel, gpuError_t code);
+#define KDN_ALLOW_LDS(kernel, bytes)                                                                          \
+    kdn_note_runtime_call("cudaFuncSetAttribute", #kernel,                                                  \
+                          cudaFuncSetAttribute((const void *)(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, \
+                                               (int)(bytes)))
 #else
 #define KDN_ALLOW_LDS(kernel, bytes) ((void)(bytes))
 #endif

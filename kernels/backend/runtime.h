@@ -28,15 +28,35 @@ int kdn_download(void *dst, const void *src, size_t bytes);
  * the bandwidth reference of --bench). */
 int kdn_copy(void *dst, const void *src, size_t bytes);
 /* Waits for all queued work. Returns NULL when everything succeeded, else a
- * message naming the failing kernel; the error is consumed. */
+ * message naming the failing kernel; the error is consumed. Launch failures
+ * are per host thread: this reports the calling thread's (the message is
+ * the thread's own until its next kdn_sync). */
 const char *kdn_sync(void);
 /* Kernels of this host thread are enqueued on `stream` (hipStream_t /
  * cudaStream_t; NULL: the default stream; kept but unused on the cpu build)
  * from now on; returns the previous one. */
 void *kdn_set_stream(void *stream);
 
+/* A launch failure of this host thread, kept from the launch that failed
+ * until it is taken (by kdn_sync or kdn_take_fault); while one stands, this
+ * thread's later launches are only counted, not run. */
+typedef enum {
+    KDN_FAULT_NONE = 0,
+    KDN_FAULT_REFUSED,  /* a launcher refused the shape (kdn_launch_refused) */
+    KDN_FAULT_LAUNCH,   /* the runtime failed the launch or a runtime call, or the CPU executor stopped the kernel */
+    KDN_FAULT_SETTINGS  /* CPU executor: KDN_CPU_SCHEDULE or KDN_CPU_TIMEOUT not understood; nothing ran */
+} kdn_fault;
+/* Takes this host thread's launch failure, without waiting for the device:
+ * its kind (KDN_FAULT_NONE if none) and its message (the kernel and why, ""
+ * if none) in msg; then none stands. */
+kdn_fault kdn_take_fault(char *msg, size_t msg_size);
+/* 1 when an error of earlier work waits on this host thread: a launch
+ * failure not yet taken, or (GPU builds) an error the runtime holds for the
+ * thread (cuda/hipPeekAtLastError: looked at, not cleared); its message in msg. */
+int kdn_error_pending(char *msg, size_t msg_size);
+
 /* ---- timing (--bench) ---------------------------------------------------- */
-long kdn_launch_count(void);       /* kernel launches enqueued so far */
+long kdn_launch_count(void);       /* kernel launches this host thread enqueued so far */
 /* Waits for earlier work, then returns the milliseconds work(arg) takes on
  * the device (GPU events; on the CPU build a host clock: emulation). */
 double kdn_time_ms(void (*work)(void *arg), void *arg);

@@ -8,8 +8,6 @@
 #include <string.h>
 #include <time.h>
 
-static char refused[512];
-
 // Kernels run synchronously on the host: the stream is kept only to be
 // returned, so a caller's save/restore works the same on every build.
 static thread_local void *cpu_stream = nullptr;
@@ -21,7 +19,9 @@ void *kdn_set_stream(void *stream) {
 }
 
 void kdn_launch_refused(const char *kernel, const char *why) {
-    if (refused[0] == 0) snprintf(refused, sizeof refused, "%s refused the shape: %s", kernel, why);
+    char msg[512];
+    snprintf(msg, sizeof msg, "%s refused the shape: %s", kernel, why);
+    kdn_cpu_record_fault(KDN_FAULT_REFUSED, msg);
 }
 
 extern "C" {
@@ -53,18 +53,13 @@ int kdn_download(void *dst, const void *src, size_t bytes) {
 }
 
 const char *kdn_sync(void) {
-    static char msg[600];
-    if (refused[0]) {
-        snprintf(msg, sizeof msg, "%s", refused);
-        refused[0] = 0;
-        kdn_cpu_take_error();
-        return msg;
-    }
-    const char *e = kdn_cpu_take_error();
-    if (!e) return NULL;
-    snprintf(msg, sizeof msg, "%s", e);
-    return msg;
+    static __thread char msg[512];
+    return kdn_cpu_take_fault(msg, sizeof msg) != KDN_FAULT_NONE ? msg : NULL;
 }
+
+kdn_fault kdn_take_fault(char *msg, size_t msg_size) { return (kdn_fault)kdn_cpu_take_fault(msg, msg_size); }
+
+int kdn_error_pending(char *msg, size_t msg_size) { return kdn_cpu_fault_pending(msg, msg_size); }
 
 long kdn_launch_count(void) { return kdn_cpu_launch_count(); }
 
