@@ -165,7 +165,7 @@ typedef struct {
 static void plant_pending(Worker *w, Case *c) {
     const long ne[4] = {1L << 32, 1, 1, 1}, st[3] = {0, 0, 0};
     unwrite(c);
-    kdn_gather_strided(c->d_q, ne, st, 1.0f, c->d_dst); /* refused: too large for one launch */
+    kdn_gather_strided(c->d_q, ne, st, c->d_dst); /* refused: too large for one launch */
     w->pending_wrong += run_case(c) != KDN_ERR_PENDING_ERROR || written(c) != 0;
     const char *e = kdn_sync();
     w->pending_wrong += e == NULL || strstr(e, "kernel_gather_strided") == NULL;
@@ -302,7 +302,7 @@ static void test_pending_error(void) {
     Case c;
     make_case(&c, &shapes[2], 11u);
     const long ne[4] = {1L << 32, 1, 1, 1}, st[3] = {0, 0, 0};
-    kdn_gather_strided(c.d_q, ne, st, 1.0f, c.d_dst);
+    kdn_gather_strided(c.d_q, ne, st, c.d_dst);
     long before = kdn_launch_count();
     CHECK(run_case(&c) == KDN_ERR_PENDING_ERROR);
     CHECK(kdn_launch_count() == before && written(&c) == 0);
