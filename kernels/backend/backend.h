@@ -159,10 +159,14 @@ static inline cudaError_t kdn_launch_pdl(void (*kernel)(Params...), dim3 grid, d
     cfg.numAttrs = kdn_pdl_capable((const void *)kernel) ? 1 : 0;
     return cudaLaunchKernelEx(&cfg, kernel, args...);
 }
-#define KDN_LAUNCH_PDL(kernel, grid, block, shmem, ...)                           \
-    do {                                                                          \
+// As KDN_LAUNCH: the runtime's last error is taken right after the launch;
+// the launch's own return code is the outcome when it reports a failure.
+#define KDN_LAUNCH_PDL(kernel, grid, block, shmem, ...)                             \
+    do {                                                                            \
+        if (!kdn_launch_may_run()) break;                                           \
         cudaError_t kdn_e_ = kdn_launch_pdl(kernel, grid, block, shmem, __VA_ARGS__); \
-        kdn_note_launch(#kernel, (int)kdn_e_, cudaGetErrorString(kdn_e_));        \
+        cudaError_t kdn_last_ = cudaGetLastError();                                 \
+        kdn_note_launch(#kernel, kdn_e_ != cudaSuccess ? kdn_e_ : kdn_last_);       \
     } while (0)
 #else
 __device__ __forceinline__ void kdn_wait_prior_grid() {}
