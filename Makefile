@@ -71,8 +71,10 @@ else ifeq ($(BACKEND),cuda)
   RUNTIME := kernels/backend/runtime_gpu.cpp
 else ifeq ($(BACKEND),cpu)
   KCXX    := $(CXX)
-  # stack-clash probes: a frame larger than a fiber's stack hits its guard page
-  KFLAGS  := -x c++ -std=c++17 -O2 -g -fPIC -DKDN_BACKEND_CPU -fstack-clash-protection $(WARN) -Werror
+  # stack-clash probes: a frame larger than a fiber's stack hits its guard page;
+  # -fno-gnu-unique: a template's static locals become weak symbols that libkdn.a
+  # can make local (objcopy leaves "unique" globals global)
+  KFLAGS  := -x c++ -std=c++17 -O2 -g -fPIC -DKDN_BACKEND_CPU -fstack-clash-protection -fno-gnu-unique $(WARN) -Werror
   LINK    := $(CXX)
   RUNTIME := kernels/backend/runtime_cpu.cpp kernels/backend/simt_cpu.cpp
 else
