@@ -91,7 +91,8 @@ row=$(python3 tools/e2e_stats.py op "$t/op.txt" "$t/bench.jsonl" | sed -n 2p)
     near "$(field "$row" 8)" 0.3 0 && [ "$(field "$row" 9)" = 1 ] || fail "e2e_stats op: $row"
 
 # --- e2e_bench.sh on stand-ins ----------------------------------------------------------------------------------
-# llama-bench prints kdn 4 % faster without noise; e2e_logits writes a dump and, as the patch does, logs
+# llama-bench prints kdn 4 % faster without noise (with STUB_NOISE=FILE, a run counter: x e^(+-0.2) by round, an
+# interval that never closes); e2e_logits writes a dump and, as the patch does, logs
 # "runs in libkdn" when GGML_KDN_DISABLE=0 -- unless STUB_LOG says otherwise; ncu prints one ggml or kdn kernel
 mkdir -p "$t/bin" "$t/work" "$t/src/gguf-py"
 cat > "$t/bin/llama-bench" << 'EOF'
@@ -100,9 +101,16 @@ import json, os, sys
 a = sys.argv
 opt = lambda f: [int(x) for x in a[a.index(f) + 1].split(",")]
 kdn = os.environ["GGML_KDN_DISABLE"] == "0"
+noise = 1.0
+if os.environ.get("STUB_NOISE"):
+    with open(os.environ["STUB_NOISE"], "a+") as f:
+        f.seek(0)
+        runs = len(f.read())
+        f.write(".")
+    noise = 1.22 if runs // 2 % 2 else 0.82
 for u in opt("-ub"):
     for p, g in [(p, 0) for p in opt("-p") if p] + [(0, g) for g in opt("-n") if g]:
-        print(json.dumps({"n_prompt": p, "n_gen": g, "n_ubatch": u, "avg_ts": 1000 * (1.04 if kdn else 1)}))
+        print(json.dumps({"n_prompt": p, "n_gen": g, "n_ubatch": u, "avg_ts": 1000 * (1.04 * noise if kdn else 1)}))
 EOF
 cat > "$t/bin/e2e_logits" << 'EOF'
 #!/bin/sh
@@ -122,13 +130,24 @@ printf '#!/bin/sh\nprintf "1\\t0\\t0\\t0\\t1\\t0\\t0\\n"\n' > "$t/bin/e2e_kl"
 chmod +x "$t/bin/"*
 touch "$t/work/qwen35moe.gguf" "$t/work/qwen35moe-gates101.gguf"
 e2e() { PATH="$t/bin:$PATH" bash tools/e2e_bench.sh --smoke --steps bench,op,kl --rounds-min 2 --rounds-max 6 \
-            --work "$t/work" --build-dir "$t" "$t/src" "$t/out" > "$t/e2e.out" 2>&1; }
+            --work "$t/work" --build-dir "$t" "$@" "$t/src" "$t/out" > "$t/e2e.out" 2>&1; }
 if e2e; then
     [ "$(sed -n 2p "$t/out/bench.tsv" | cut -f8)" = 2 ] || fail "e2e_bench.sh: no stop at --rounds-min 2 with exact ratios"
     [ "$(grep -c '^libkdn\|^yardstick' "$t/out/kl.tsv")" = 8 ] || fail "e2e_bench.sh: kl.tsv lacks rows"
 else
     fail "e2e_bench.sh on stand-ins: $(tail -3 "$t/e2e.out")"
 fi
+# noisy ratios: rounds go on to --rounds-max, or stop at --rounds-min once --bench-seconds have passed
+for limit in 6: 2:"--bench-seconds 0"; do
+    rm -f "$t/runs"
+    # shellcheck disable=SC2086  # the option and its value, or nothing
+    if STUB_NOISE=$t/runs e2e --steps bench ${limit#*:}; then
+        [ "$(sed -n 2p "$t/out/bench.tsv" | cut -f8)" = "${limit%%:*}" ] ||
+            fail "e2e_bench.sh with noise and '${limit#*:}': $(sed -n 2p "$t/out/bench.tsv" | cut -f8) rounds"
+    else
+        fail "e2e_bench.sh with noise: $(tail -3 "$t/e2e.out")"
+    fi
+done
 for case in silent:"libkdn did not run" ran:"GGML_KDN_DISABLE=1 but libkdn ran" refused:"refused a call"; do
     if STUB_LOG=${case%%:*} e2e; then
         fail "e2e_bench.sh passed a run where ${case#*:}"
@@ -138,5 +157,5 @@ for case in silent:"libkdn did not run" ran:"GGML_KDN_DISABLE=1 but libkdn ran" 
 done
 
 [ "$failures" = 0 ] || exit 1
-echo "e2e tools: e2e_kl on hand-made dumps, e2e_stats' intervals and op table, e2e_bench.sh's rounds and its" \
-     "libkdn-ran guards passed"
+echo "e2e tools: e2e_kl on hand-made dumps, e2e_stats' intervals and op table, e2e_bench.sh's rounds, its" \
+     "time limit and its libkdn-ran guards passed"

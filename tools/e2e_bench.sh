@@ -22,6 +22,7 @@
 #     --arch A             qwen35moe (default; q/k reach the op with 16 heads, libkdn's tiled head map) or qwen3next
 #     --smoke              every step at small sizes, one pass (checks the pipeline, measures nothing)
 #     --rounds-min N, --rounds-max N, --half-width X   (default 4, 12, 0.03)
+#     --bench-seconds S    add no round once the bench step has run S seconds (after --rounds-min; default no limit)
 # OUTDIR gets log.txt (every command and its stderr), env.txt, and the files named above.
 # Exit status: 0 every step ran, 1 a step failed (log.txt says which), 2 bad usage.
 set -uo pipefail
@@ -29,7 +30,7 @@ set -uo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/.." && pwd)
 backend=cuda target="" work=/tmp/kdn-e2e build="" steps=build,models,bench,op,kl arch=qwen35moe smoke=0
-rounds_min="" rounds_max="" half_width=0.03
+rounds_min="" rounds_max="" half_width=0.03 bench_seconds=""
 
 usage() { sed -n '/^#   tools\/e2e_bench.sh/,/^# Exit status/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
 while [ $# -gt 0 ]; do
@@ -44,6 +45,7 @@ while [ $# -gt 0 ]; do
         --rounds-min) rounds_min=${2:?}; shift 2 ;;
         --rounds-max) rounds_max=${2:?}; shift 2 ;;
         --half-width) half_width=${2:?}; shift 2 ;;
+        --bench-seconds) bench_seconds=${2:?}; shift 2 ;;
         -h|--help)    usage ;;
         -*)           echo "e2e_bench.sh: unknown option $1" >&2; usage ;;
         *)            break ;;
@@ -127,13 +129,18 @@ bench_run() {
 }
 
 do_bench() {
-    step "llama-bench: -p $prompts -n $gens -ub $ubatches -r $reps, $rounds_min..$rounds_max rounds"
+    step "llama-bench: -p $prompts -n $gens -ub $ubatches -r $reps," \
+        "$rounds_min..$rounds_max rounds${bench_seconds:+ (rounds added for $bench_seconds s)}"
     : > "$out/bench.jsonl"
     local r order impl
+    SECONDS=0
     for ((r = 0; r < rounds_max; r++)); do
         order="kdn ggml"; [ $((r % 2)) = 1 ] && order="ggml kdn"
         for impl in $order; do bench_run "$r" "$impl" || die "llama-bench ($impl, round $r)"; done
-        if [ $((r + 1)) -ge "$rounds_min" ] && stats bench "$out/bench.jsonl" --check "$half_width" > /dev/null; then
+        [ $((r + 1)) -ge "$rounds_min" ] || continue
+        stats bench "$out/bench.jsonl" --check "$half_width" > /dev/null && break
+        if [ -n "$bench_seconds" ] && [ "$SECONDS" -ge "$bench_seconds" ]; then
+            step "bench: ${SECONDS} s, no round added after $((r + 1)) (--bench-seconds $bench_seconds)"
             break
         fi
     done
