@@ -3,7 +3,8 @@
 # clang 21) in the project's chroot (tools/rocm6_chroot.sh), gfx906. Builds libkdn (`make lib TOOLCHAIN=rocm6`),
 # installs it under the tree's build folder, applies ggml-kdn.patch and builds test-backend-ops with
 #   -DGGML_HIP=ON -DGPU_TARGETS=gfx906 -DGGML_KDN=ON -DGGML_CUDA_FA=OFF
-# (apply_and_build.sh, run in the chroot), then reports:
+# (apply_and_build.sh, run in the chroot; --targets builds others instead, e.g. only ggml-hip, the library every
+# check below reads), then reports:
 #   - the patch is applied to the tree;
 #   - the real libkdn path was compiled (gated_delta_net_kdn.cu's object calls kdn_gated_delta_net; the stub
 #     calls nothing) and the linked ggml library defines kdn_gated_delta_net;
@@ -11,7 +12,7 @@
 #     (code_objects.py: the offload bundles' code objects, by sha256);
 #   - the symbols the linked library exports that come from libkdn (only its public API may).
 #
-#   integration/llama.cpp/check_hip_build.sh [--label "NAME COMMIT"] [--report FILE] LLAMA_OR_GGML_DIR
+#   integration/llama.cpp/check_hip_build.sh [--label "NAME COMMIT"] [--report FILE] [--targets "T..."] DIR
 #
 # --label names the tree in the report (default: its git commit, if it is a checkout). The tree is fetched by
 # the caller and never part of this repository. ROCM6_CHROOT=DIR reuses a chroot (see tools/rocm6_chroot.sh;
@@ -21,11 +22,12 @@
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-label="" report=""
+label="" report="" targets=test-backend-ops
 while [ $# -gt 0 ]; do
     case "$1" in
         --label)  label=${2:?}; shift 2 ;;
         --report) report=${2:?}; shift 2 ;;
+        --targets) targets=${2:?}; shift 2 ;;
         -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
         -*) echo "check_hip_build.sh: unknown option $1" >&2; exit 2 ;;
         *) [ -z "${src:-}" ] || { echo "check_hip_build.sh: one tree only" >&2; exit 2; }; src=$1; shift ;;
@@ -49,7 +51,7 @@ mkdir -p "$build"
 # CMake caches pkg-config's answer: a libkdn installed since the last configure must be found afresh
 rm -f "$build/CMakeCache.txt"
 ROCM6_BIND="$src" "$chroot_tool" run bash "$here/apply_and_build.sh" --backend hip --target gfx906 \
-    --prefix "$prefix" --build-dir "$build" --targets test-backend-ops "$src" -- -DGGML_CUDA_FA=OFF \
+    --prefix "$prefix" --build-dir "$build" --targets "$targets" "$src" -- -DGGML_CUDA_FA=OFF \
     2>&1 | tee "$build/build.log"
 
 # --- checks -----------------------------------------------------------------------------------------------------
@@ -65,11 +67,11 @@ check() { # check WHAT OK?: one line of the report
 }
 {
     echo "# check_hip_build.sh: libkdn in a patched ggml HIP build (ROCm 6.4, gfx906)"
-    echo "command: integration/llama.cpp/check_hip_build.sh --label \"$label\" $(basename "$src")"
+    echo "command: integration/llama.cpp/check_hip_build.sh --label \"$label\" --targets \"$targets\" $(basename "$src")"
     echo "tree: $label"
     echo "deltanet-gfx906: $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- 2>/dev/null || echo -dirty)"
     echo "toolchain: $("$chroot_tool" run hipcc --version 2>/dev/null | grep -E '^(HIP version|Debian clang)' | paste -sd ';' -)"
-    echo "configure: -DGGML_HIP=ON -DGPU_TARGETS=gfx906 -DGGML_KDN=ON -DGGML_CUDA_FA=OFF, target test-backend-ops"
+    echo "configure: -DGGML_HIP=ON -DGPU_TARGETS=gfx906 -DGGML_KDN=ON -DGGML_CUDA_FA=OFF, built: $targets"
     echo "linked library: ${linked#"$src"/}"
     echo
 
