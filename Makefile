@@ -256,14 +256,19 @@ resources-check: $(TOOLCHAIN_READY)
 #                       gfx906 measurements -> results/gfx906-calibration.tsv
 .PHONY: isa isa-check calibrate
 SIM_ARGS = $(if $(SIM_OBJECTS),$(SIM_TOOLCHAIN) $(SIM_OBJECTS))
+# The simulator is pure Python (standard library). PyPy (Debian's pypy3) runs the long simulations of
+# the tables 2-3x faster than CPython, so make isa and calibrate take it where installed; the gate's
+# short ones (one or two chunks) are faster on CPython (PyPy's JIT warm-up). Simulated launches are
+# cached in build/sim/cache.tsv (keyed by code, launch and simulator): a second run simulates nothing.
+SIM_PYTHON ?= $(if $(shell command -v pypy3),pypy3,python3)
 isa: $(TOOLCHAIN_READY)
 	@$(ISA_ENV) python3 tools/gfx906_isa.py report
-	@$(ISA_ENV) python3 tools/gfx906_sim.py table $(SIM_ARGS)
+	@$(ISA_ENV) $(SIM_PYTHON) tools/gfx906_sim.py table $(SIM_ARGS)
 isa-check: $(TOOLCHAIN_READY)
 	@$(ISA_ENV) python3 tools/gfx906_isa.py check
 	@$(ISA_ENV) python3 tools/gfx906_sim.py check $(SIM_ARGS)
 calibrate: $(TOOLCHAIN_READY)
-	@$(ISA_ENV) python3 tools/gfx906_sim.py calibrate
+	@$(ISA_ENV) $(SIM_PYTHON) tools/gfx906_sim.py calibrate
 
 # The ROCm 6.4 chroot and its tool wrappers (made once, then only checked).
 rocm6-chroot:

@@ -4,7 +4,8 @@
 // own code (kernels/, CPU backend: it takes the MI50's launch decisions, KDN_ROUND_WORKGROUPS)
 // chooses the path and the kernels; the tensors are never touched, so their addresses are
 // made up. tools/gfx906_sim.py runs the recorded launches on the simulated MI50.
-//   usage: gfx906_launches PATH T N_SEQS [H_K H_V D]   (PATH: auto, recurrent, chunked)
+//   usage: gfx906_launches PATH T N_SEQS [H_K H_V D [GATE]]   (PATH: auto, recurrent, chunked;
+//          GATE: scalar (g [1, H_v, T, N_SEQS], the default) or key (KDA: g [D, H_v, T, N_SEQS]))
 //   output: one line per launch: name \t gx gy gz \t bx by bz \t lds_bytes \t hex bytes
 //   build: each kernel file compiled with -include tools/gfx906_launches.h (tools/gfx906_sim.py does it)
 #include <cstdint>
@@ -28,12 +29,13 @@ static kdn_tensor tensor(uintptr_t at, int64_t n0, int64_t n1, int64_t n2, int64
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: gfx906_launches auto|recurrent|chunked T N_SEQS [H_K H_V D]\n");
+        fprintf(stderr, "usage: gfx906_launches auto|recurrent|chunked T N_SEQS [H_K H_V D [scalar|key]]\n");
         return 2;
     }
     const long T = atol(argv[2]), B = atol(argv[3]);
     const long Hk = argc > 4 ? atol(argv[4]) : 16, Hv = argc > 5 ? atol(argv[5]) : 32,
                D = argc > 6 ? atol(argv[6]) : 128;
+    const bool key_gate = argc > 7 && strcmp(argv[7], "key") == 0;
     // made-up device addresses, 1 GiB apart, 256-byte aligned
     uintptr_t at = (uintptr_t)1 << 40;
     auto next = [&at]() { return at += (uintptr_t)1 << 30; };
@@ -42,7 +44,7 @@ int main(int argc, char **argv) {
     c.q = tensor(next(), D, Hk, T, B);
     c.k = tensor(next(), D, Hk, T, B);
     c.v = tensor(next(), D, Hv, T, B);
-    c.g = tensor(next(), 1, Hv, T, B);
+    c.g = tensor(next(), key_gate ? D : 1, Hv, T, B);
     c.beta = tensor(next(), 1, Hv, T, B);
     c.state = tensor(next(), D, D, Hv, B);
     c.dst = (float *)next();

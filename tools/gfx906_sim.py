@@ -40,6 +40,7 @@ scheduler's dispatch order beyond round robin.
 Python 3 standard library only.
 """
 import hashlib
+import json
 import math
 import os
 import re
@@ -1086,8 +1087,8 @@ class Wave:
         self.stall = {}   # (loop, cause) -> clocks this wave waited
         self.issued = 0
         self.hist = {}      # loop header -> the wave's last arrivals there (fast-forward)
-        self.steady = None  # (header, period, plan, signature) while its iterations repeat
-        self.pending = None # (header, iterations) to jump at its next arrival there
+        self.steady = {}    # loop header -> (header, period, signature) while its iterations repeat
+        self.pending = None # the jump (header, iterations, ...) to make at its next arrival there
         self.bsum = 0       # running sum of taken branch targets: a cheap signature of the path
 
 
@@ -1288,13 +1289,15 @@ class CU:
                     m.stall[key] = m.stall.get(key, 0) + m.ready - m.barrier_t
 
     # ---- fast-forward: loops whose iterations repeat ---------------------------------------------
-    # When every live wave of the CU sits in a loop whose last iterations took the same path, the
-    # same number of clocks (within 10 %) and changed each known register by the same amount, the
-    # CU is in a periodic state: the simulator shifts every clock of the CU forward by n periods
-    # and each wave's registers by n iterations (at its next arrival at the loop header), where n
-    # leaves at least one iteration before any wave's path changes (found by running single
-    # iterations functionally from extrapolated registers). Busy and stall counters grow by their
-    # rates over the observed iterations.
+    # When every live wave of the CU is inside one loop (any depth: the chunk loop of a kernel holds
+    # its inner loops) whose last iterations took, per wave, the same path in periods within 1.5x
+    # of each other, the CU is in a periodic state: the simulator shifts every clock of the CU
+    # forward by n periods and each wave n iterations on (at its next arrival at the loop's header),
+    # where n leaves two iterations before any wave's path changes. n comes from replaying the
+    # loop's control slice (the instructions its branches, exec and conditions depend on): the
+    # replayed registers are exact after the jump (loop counters, exec masks that shrink lane by
+    # lane); every other register moves by n times its step, or becomes unknown if irregular.
+    # Busy and stall counters grow by their rates over the observed iterations.
     KEEP = 4
 
     def counters(self):
@@ -1303,12 +1306,9 @@ class CU:
     def arrived(self, w, h, t):
         r = w.r
         if w.pending is not None and w.pending[0] == h:
-            _, n, plan, per_iter_stall, per_iter_issued = w.pending
-            apply_plan(r, plan, n)
-            for k, v in per_iter_stall.items():
-                w.stall[k] = w.stall.get(k, 0) + v * n
-            w.issued += per_iter_issued * n
-            w.pending, w.steady = None, None
+            jump(r, w, w.pending)
+            w.pending = None
+            w.steady.pop(h, None)
             w.hist.pop(h, None)
             return 0
         self.history.append((t, self.counters()))
@@ -1318,28 +1318,34 @@ class CU:
         hs.append((t, snapshot(r), w.issued, w.bsum, dict(w.stall)))
         if len(hs) > self.KEEP:
             del hs[0]
-        w.steady = steady_state(hs, self.code.loops.get(h, h), h)
-        if w.steady is None or w.pending is not None:
+        st = steady_state(hs, h)
+        if st is None:
+            w.steady.pop(h, None)
+            return 0
+        w.steady[h] = st
+        if w.pending is not None:
             return 0
         live = [v for v in self.waves if not v.done]
-        if any(v.steady is None or v.pending is not None or not in_loop(v, self.code) for v in live):
+        if any(v.pending is not None or not in_steady_loop(v, self.code, h, t) for v in live):
             return 0
-        return self.fast_forward(live, t)
+        return self.fast_forward(live, t, h)
 
-    def fast_forward(self, live, t):
+    def fast_forward(self, live, t, h):
         # the clocks every wave can skip: each wave stops two iterations before its path changes
-        shift = INF
+        shift, plans = INF, {}
         for v in live:
-            m = iterations_left(self.code, v) - 2
-            shift = min(shift, m * v.steady[1])
-            if shift < 4 * v.steady[1]:
+            period = v.steady[h][1]
+            m, steps = iterations_left(self.code, v, h)
+            shift = min(shift, (m - 2) * period)
+            if shift < 4 * period:
                 return 0
+            plans[v] = steps
         skip = {}
         for v in live:  # the waves of a workgroup skip alike (their barriers pair up)
-            n = int(shift // v.steady[1])
+            n = int(shift // v.steady[h][1])
             skip[v.wg] = min(skip.get(v.wg, n), n)
         shift = int(shift) // 4 * 4
-        start = min(v.hist[v.steady[0]][0][0] for v in live)
+        start = min(v.hist[h][0][0] for v in live)
         base = next((c for tt, c in self.history if tt >= start), None)
         if base is not None and t > start:
             now = self.counters()
@@ -1350,11 +1356,11 @@ class CU:
             self.vmem_bytes += rate[3] * shift
             self.lds_bytes += rate[4] * shift
         for v in live:
-            h, _, plan, sig = v.steady
             hs = v.hist[h]
             iters = len(hs) - 1
+            per = lambda i: (hs[-1][i] - hs[0][i]) / iters  # noqa: E731
             per_stall = {k: (hs[-1][4].get(k, 0) - hs[0][4].get(k, 0)) / iters for k in hs[-1][4]}
-            v.pending = (h, skip[v.wg], plan, per_stall, (hs[-1][2] - hs[0][2]) / iters)
+            v.pending = (h, skip[v.wg], register_plan(hs, plans[v]), plans[v], per_stall, per(2), per(3))
             if v.ready != INF:
                 v.ready += shift
             v.vm = [c + shift for c in v.vm]
@@ -1414,9 +1420,11 @@ def simulate(code, launch):
                      unknown=sum(cu.unknown for _, _, _, cu in rounds), hbm_us=hbm_total / HBM_BYTES_PER_S * 1e6)
 
 
-def in_loop(w, code):
-    h = w.steady[0]
-    return h <= w.pc <= code.loops.get(h, h) + 1
+def in_steady_loop(w, code, h, t):
+    """Whether a wave runs loop h (its pc inside the loop's range) in a steady state observed at
+    its latest arrivals (not a stale one from an earlier visit of the loop)."""
+    st = w.steady.get(h)
+    return st is not None and h <= w.pc <= code.loops.get(h, h) + 1 and t - w.hist[h][-1][0] <= 2 * st[1]
 
 
 def snapshot(r):
@@ -1445,8 +1453,9 @@ def affine(a, b, c):
     return ("add", uniform(d))
 
 
-def steady_state(hs, tail, h):
-    """(header, period, plan, signature) when a wave's last KEEP arrivals at a loop header repeat."""
+def steady_state(hs, h):
+    """(header, period, signature) when a wave's last KEEP arrivals at a loop header repeat: the
+    same path (instructions issued, branch targets) and periods within 1.5x of each other."""
     if len(hs) < CU.KEEP:
         return None
     sigs = {(b[2] - a[2], b[3] - a[3]) for a, b in zip(hs, hs[1:])}
@@ -1455,18 +1464,52 @@ def steady_state(hs, tail, h):
     periods = [b[0] - a[0] for a, b in zip(hs, hs[1:])]
     if max(periods) > 1.5 * min(periods) or min(periods) <= 0:
         return None
+    return (h, sum(periods) / len(periods), sigs.pop())
+
+
+def register_plan(hs, steps):
+    """How the registers the control slice does not compute move per iteration (from the last three
+    arrivals): [(kind, index, step)], step None for an irregular (then unknown) one."""
     (s1, c1, v1), (s2, c2, v2), (s3, c3, v3) = (x[1] for x in hs[-3:])
+    exact = slice_defs(steps)
     plan = []
     for kind, A, B, C in (("s", s1, s2, s3), ("v", v1, v2, v3)):
         for i, (a, b, c) in enumerate(zip(A, B, C)):
+            if (kind, i) in exact:
+                continue
             m = affine(a, b, c)
             if m is None:
                 plan.append((kind, i, None))
             elif m[0] == "add":
                 plan.append((kind, i, m[1]))
-    if not (c1 == c2 == c3):
+    if not (c1 == c2 == c3) and "scc" not in exact:
         plan.append(("scc", 0, None))
-    return (h, sum(periods) / len(periods), plan, sigs.pop())
+    return plan
+
+
+def slice_defs(steps):
+    """The registers the control slice's instructions write."""
+    out = set()
+    for x, in_slice, _ in steps:
+        if in_slice:
+            out |= defs_uses(x)[0]
+    return out
+
+
+def jump(r, w, pending):
+    """A wave's registers and counters n iterations of its loop on: the control slice replayed
+    (exact: loop counters, exec, conditions), every other register moved by n times its step."""
+    _, n, plan, steps, per_stall, per_issued, per_bsum = pending
+    for _ in range(n):
+        for x, in_slice, _ in steps:
+            if in_slice:
+                x.fn(r)
+    r.unknown = 0
+    apply_plan(r, plan, n)
+    for k, v in per_stall.items():
+        w.stall[k] = w.stall.get(k, 0) + v * n
+    w.issued += per_issued * n
+    w.bsum += per_bsum * n
 
 
 def apply_plan(r, plan, n):
@@ -1483,31 +1526,34 @@ def apply_plan(r, plan, n):
             regs[i] = lanes(lambda x, y: (x + n * y) & M32, (cur, d))
 
 
-def iterations_left(code, w):
+REPLAY_MAX = 1 << 17
+
+
+def iterations_left(code, w, h):
     """How many more iterations of its steady loop a wave runs on the same path: the iterations
     after its last arrival are replayed on the loop's control slice (the instructions of one
     iteration's path that branch conditions and exec depend on, loop-carried included) until a
-    branch goes another way (at most 2^24)."""
-    h, _, plan, sig = w.steady
+    branch goes another way (at most 2^17 at a time: the replay is Python). Returns (iterations,
+    the path's steps: (instruction, in the slice, the next index expected))."""
     base = w.hist[h][-1][1]
     tail = code.loops.get(h, h)
     r = Regs(w.r.mem)
     r.s, r.scc, r.v = list(base[0]), base[1], list(base[2])
     path = one_iteration(code, Regs.copy(r), h, tail, record=True)
     if path is None:
-        return 0
+        return 0, []
     keep = control_slice(code, path)
     insts = code.insts
     steps = [(insts[i], i in keep, path[k + 1] if k + 1 < len(path) else h) for k, i in enumerate(path)]
-    for m in range(1 << 24):
+    for m in range(REPLAY_MAX):
         for x, in_slice, expect in steps:
             if x.typ == "branch":
                 nxt = x.fn(r)
                 if r.unknown or (x.index + 1 if nxt is None else nxt) != expect:
-                    return m
+                    return m, steps
             elif in_slice:
                 x.fn(r)
-    return 1 << 24
+    return REPLAY_MAX, steps
 
 
 def operand_regs(o):
@@ -1625,10 +1671,10 @@ def synthetic(lines, name="case"):
     return Code(name, insts, meta, desc)
 
 
-def run_synthetic(lines, threads=64, fast=True):
+def run_synthetic(lines, threads=64, fast=True, limit=1 << 22):
     code = synthetic(lines)
     cu = CU(code, Launch((1, 1, 1), (threads, 1, 1)), [(0, 0, 0)], fast=fast)
-    return cu.run(limit=1 << 22), cu
+    return cu.run(limit=limit), cu
 
 
 def ready_at(c, simd=0):
@@ -1697,11 +1743,22 @@ def selftest():
     # fast-forward: a long loop simulated clock by clock and fast-forwarded agree within 1 %
     loop = ["s_mov_b32 s0, 2000", "top:", LOAD, "v_add_co_u32_e32 v4, vcc, 16, v4", VALU, VALU,
             "s_waitcnt vmcnt(0)", VALU, "s_add_i32 s0, s0, -1", "s_cmp_lg_u32 s0, 0", "s_cbranch_scc1 top", END]
-    slow, _ = run_synthetic(loop, threads=256, fast=False)
-    quick, cu = run_synthetic(loop, threads=256, fast=True)
-    if not cu.skipped or abs(quick - slow) > 0.01 * slow:
-        fails.append("simulator selftest, fast-forward: %s clocks (skipped %s), clock by clock %s" % (
-            quick, cu.skipped, slow))
+    # and a loop whose lanes leave one by one (exec shrinks, the path stays the same until exec is
+    # empty: lane i runs 100 + 8 i iterations): the fast-forward must land on the exit, not lose exec
+    lanes_leave = ["v_lshl_add_u32 v1, v0, 3, 100", "s_mov_b64 s[2:3], 0", "top:", VALU,
+                   "v_subrev_u32_e32 v1, 1, v1", "v_cmp_eq_u32_e32 vcc, 0, v1", "s_or_b64 s[2:3], vcc, s[2:3]",
+                   "s_andn2_b64 exec, exec, s[2:3]", "s_cbranch_execz done", "s_branch top", "done:", END]
+    for what, prog, threads in (("a loop with a fixed trip count", loop, 256),
+                                ("a loop whose lanes leave one by one", lanes_leave, 64)):
+        slow, _ = run_synthetic(prog, threads=threads, fast=False)
+        try:
+            quick, cu = run_synthetic(prog, threads=threads, fast=True, limit=2 * slow)
+        except RuntimeError as e:
+            fails.append("simulator selftest, fast-forward of %s: %s" % (what, e))
+            continue
+        if not cu.skipped or abs(quick - slow) > 0.01 * slow:
+            fails.append("simulator selftest, fast-forward of %s: %s clocks (skipped %s), clock by clock %s" % (
+                what, quick, cu.skipped, slow))
     return fails
 
 
@@ -1751,9 +1808,19 @@ def within(v, lo, hi, tol=0.10):
 
 
 # ---- the product: what kdn_gated_delta_net launches, simulated -----------------------------------
-# Qwen3-Next's Delta-Net layer: 16 key heads, 32 value heads, D_k = D_v = 128.
-SHAPES = [(1, 1), (1, 4), (1, 128), (64, 1), (64, 4), (512, 1), (512, 4), (1024, 1), (1024, 4), (4096, 1),
-          (4096, 4), (16384, 1), (16384, 4)]
+# Qwen3-Next's Delta-Net layer: 16 key heads, 32 value heads, D_k = D_v = 128. A shape is (T, B, value
+# heads, gate): 16 and 8 value heads (with 8 and 4 key heads) are what one MI50 runs when llama.cpp
+# splits a layer's heads over 2 or 4 cards; gate "key" is the per-key gate (KDA), g [D, H_v, T, B].
+HEADS = 32
+SHAPES = [(1, 1), (1, 4), (1, 128), (64, 1), (512, 1), (1024, 1), (4096, 1), (4096, 4), (16384, 1),
+          (512, 1, 16), (4096, 1, 16), (512, 1, 8), (4096, 1, 8), (64, 1, 32, "key"), (512, 1, 32, "key")]
+
+
+def full_shape(s):
+    """(T, B, value heads, gate) of a shape given as (T, B[, heads[, gate]])."""
+    return tuple(s) + (HEADS, "scalar")[len(s) - 2:]
+
+
 PATHS = (("recurrent", "recurrent"), ("two-launch", "chunked"), ("auto", "auto"))
 PEAK_FLOPS = 13.4e12   # the floors: fp32 FMA peak (60 CUs x 64 lanes x 2 x 1.725 GHz)
 PEAK_HBM = 0.86e12     # and sustained HBM bandwidth
@@ -1788,9 +1855,10 @@ def launches_tool():
     return exe
 
 
-def recorded_launches(path, T, B):
+def recorded_launches(path, T, B, heads=HEADS, gate="scalar"):
     """[(kernel name with template arguments, grid, block, LDS bytes, argument bytes)] of one call."""
-    out = subprocess.run([launches_tool(), path, str(T), str(B)], check=True, capture_output=True, text=True).stdout
+    cmd = [launches_tool(), path, str(T), str(B), str(heads // 2), str(heads), str(isa.D_K), gate]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     rows = []
     for line in out.splitlines():
         name, grid, block, lds, hexa = line.split("\t")
@@ -1799,21 +1867,26 @@ def recorded_launches(path, T, B):
     return rows
 
 
-def floor_work(name, T, B):
-    """(flops, compulsory HBM bytes) of a product kernel at the Qwen3-Next shape."""
+def floor_work(name, T, B, heads=HEADS, gate="scalar"):
+    """(flops, compulsory HBM bytes) of a product kernel at the Qwen3-Next shape with this many value
+    heads (and half as many key heads: every term scales with the heads) and gate."""
     short = name.split("<")[0]
     if short == "kernel_gather_strided":
-        return 0.0, 2.0 * T * B * isa.H_K * isa.D_K * 4
-    if short == "kernel_two_launch_intra":
+        flops, nbytes = 0.0, 2.0 * T * B * isa.H_K * isa.D_K * 4
+    elif short == "kernel_two_launch_intra":
         wg, fmas, nbytes, _ = isa.work_intra(T, B)
-        return 2.0 * wg * fmas, float(nbytes)
-    if short == "kernel_two_launch_state":
+        flops = 2.0 * wg * fmas
+    elif short == "kernel_two_launch_state":
         wg, fmas, nbytes = isa.work_state(T, B)
-        return 2.0 * wg * fmas, float(nbytes)
-    if short == "kernel_deltanet_recurrent":
+        flops = 2.0 * wg * fmas
+    elif short == "kernel_deltanet_recurrent":
         wg, fmas, nbytes, _ = isa.work_recurrent(T, B)
-        return 2.0 * wg * fmas, float(nbytes)
-    raise KeyError(name)
+        flops = 2.0 * wg * fmas
+    else:
+        raise KeyError(name)
+    if gate == "key":  # g is a row per key dimension, not one number per head and token
+        nbytes += T * B * isa.H_V * (isa.D_K - 1) * 4.0
+    return flops * heads / isa.H_V, float(nbytes) * heads / isa.H_V
 
 
 def floor_us(flops, nbytes):
@@ -1832,7 +1905,7 @@ def code_key(code):
 
 # The simulator's rules, versioned: raise it with every change that can move a simulated time (the
 # gate then simulates every kernel again instead of taking the table's times for unchanged code).
-SIM_VERSION = "1"
+SIM_VERSION = "2"
 
 
 class Objects:
@@ -1852,13 +1925,54 @@ class Objects:
         return self.by_name[name]
 
 
-CACHE = {}
+# Simulated launches, on disk: the simulation is deterministic, so a launch of code whose key (its
+# instructions, resources and SIM_VERSION) is unchanged is not simulated again (make isa after a
+# change to one kernel re-simulates that kernel only). SIM_CACHE names the file; "" turns it off.
+with open(os.path.abspath(__file__), "rb") as _f:
+    SOURCE_HASH = hashlib.sha1(_f.read()).hexdigest()[:12]
+CACHE_FILE = os.environ.get("SIM_CACHE", os.path.join(isa.ROOT, "build/sim/cache.tsv"))
+
+
+def cache_key(code, launch):
+    """The code's key, the launch and this file's own text (an edit that forgot SIM_VERSION does not
+    reuse old results)."""
+    return "%s %s %s %s %d %s %s" % (SOURCE_HASH, code_key(code), ",".join(map(str, launch.grid)),
+                                     ",".join(map(str, launch.block)), launch.lds,
+                                     hashlib.sha1(launch.args).hexdigest()[:16], launch.hbm_bytes)
+
+
+def load_cache():
+    out = {}
+    if CACHE_FILE and os.path.exists(CACHE_FILE):
+        with open(CACHE_FILE) as f:
+            for line in f:
+                key, _, value = line.rstrip("\n").partition("\t")
+                v = json.loads(value)
+                v["stalls"] = {(a, b): c for a, b, c in v["stalls"]}
+                out[key] = v
+    return out
+
+
+def store_cache(key, v):
+    if not CACHE_FILE:
+        return
+    os.makedirs(os.path.dirname(CACHE_FILE), exist_ok=True)
+    rec = dict(v, stalls=[[a, b, c] for (a, b), c in sorted(v["stalls"].items())])
+    with open(CACHE_FILE, "a") as f:  # one line per launch: concurrent runs append whole lines
+        f.write("%s\t%s\n" % (key, json.dumps(rec, sort_keys=True)))
+
+
+CACHE = None
 
 
 def simulate_cached(code, launch):
-    key = (code_key(code), launch.grid, launch.block, launch.lds, launch.args, launch.hbm_bytes)
+    global CACHE
+    if CACHE is None:
+        CACHE = load_cache()
+    key = cache_key(code, launch)
     if key not in CACHE:
         CACHE[key] = summarise(simulate(code, launch))
+        store_cache(key, CACHE[key])
     return CACHE[key]
 
 
@@ -1885,36 +1999,38 @@ def summarise(res):
 
 
 def product_rows(objects, toolchain, shapes=SHAPES, paths=PATHS):
-    """Rows (toolchain, path, kernel, T, B, simulated_us, floor_us, binding, stalls) per launch and per
-    path total."""
+    """Rows (toolchain, path, kernel, T, B, heads, gate, simulated_us, floor_us, binding, stalls) per
+    launch and per path total."""
     rows = []
-    for T, B in shapes:
+    for shape in shapes:
+        T, B, heads, gate = full_shape(shape)
         for label, path in paths:
             total, total_floor = 0.0, 0.0
-            for name, grid, block, lds, args in recorded_launches(path, T, B):
-                flops, nbytes = floor_work(name, T, B)
+            for name, grid, block, lds, args in recorded_launches(path, T, B, heads, gate):
+                flops, nbytes = floor_work(name, T, B, heads, gate)
                 r = simulate_cached(objects.get(name), Launch(grid, block, lds, args, hbm_bytes=nbytes))
                 f = floor_us(flops, nbytes)
-                rows.append(dict(toolchain=toolchain, path=label, kernel=name.replace(" ", ""), T=T, B=B,
-                                 us=r["us"], floor=f, binding=r["binding"], stalls=r["stalls"],
+                rows.append(dict(toolchain=toolchain, path=label, kernel=name.replace(" ", ""), T=T, B=B, heads=heads,
+                                 gate=gate, us=r["us"], floor=f, binding=r["binding"], stalls=r["stalls"],
                                  unknown=r["unknown"]))
                 total += r["us"]
                 total_floor += f
-            rows.append(dict(toolchain=toolchain, path=label, kernel="total", T=T, B=B, us=total, floor=total_floor,
-                             binding="-", stalls={}, unknown=0))
+            rows.append(dict(toolchain=toolchain, path=label, kernel="total", T=T, B=B, heads=heads, gate=gate,
+                             us=total, floor=total_floor, binding="-", stalls={}, unknown=0))
     return rows
 
 
-SIM_COLS = ["toolchain", "path", "kernel", "T", "B", "simulated_us", "floor_us", "binding"]
+SIM_COLS = ["toolchain", "path", "kernel", "T", "B", "H_v", "gate", "simulated_us", "floor_us", "binding"]
 
 
 def print_rows(rows):
     print("MI50 (gfx906) simulation -- a simulation, not a measurement (docs/performance.md, 'MI50 simulator')")
-    print("%-9s %-10s %-58s %6s %4s %11s %9s  %s" % ("toolchain", "path", "kernel", "T", "B", "simulated us",
-                                                     "floor us", "binding"))
+    print("%-9s %-10s %-58s %6s %4s %3s %-6s %11s %9s  %s" % ("toolchain", "path", "kernel", "T", "B", "H_v", "gate",
+                                                              "simulated us", "floor us", "binding"))
     for r in rows:
-        print("%-9s %-10s %-58s %6d %4d %11.1f %9.1f  %s%s" % (r["toolchain"], r["path"], r["kernel"][:58], r["T"],
-                                                              r["B"], r["us"], r["floor"], r["binding"],
+        print("%-9s %-10s %-58s %6d %4d %3d %-6s %11.1f %9.1f  %s%s" % (
+            r["toolchain"], r["path"], r["kernel"][:58], r["T"], r["B"], r["heads"], r["gate"], r["us"], r["floor"],
+            r["binding"],
                                                               "  (%d unknown branches)" % r["unknown"]
                                                               if r["unknown"] else ""))
 
@@ -1924,7 +2040,8 @@ SIM_TABLE = os.path.join(isa.ROOT, "results/gfx906-sim.tsv")
 LOOPS_TABLE = os.path.join(isa.ROOT, "results/gfx906-sim-loops.tsv")
 CODE_TABLE = os.path.join(isa.ROOT, "results/gfx906-sim-code.tsv")
 REGRESSION = 1.05
-GATE_SHAPES = {(1, 1), (64, 1)}
+GATE_SHAPES = {(1, 1, HEADS, "scalar"), (64, 1, HEADS, "scalar")}
+LOOPS_COLS = ["toolchain", "kernel", "T", "B", "H_v", "gate", "loop", "cause", "clocks"]
 
 
 def read_tsv(path):
@@ -1947,25 +2064,26 @@ def merge_tsv(path, head, rows, toolchain):
 
 
 def save_tables(rows, objects, toolchain):
-    merge_tsv(SIM_TABLE, SIM_COLS, [[r["toolchain"], r["path"], r["kernel"], r["T"], r["B"], "%.1f" % r["us"],
-                                     "%.1f" % r["floor"], r["binding"]] for r in rows], toolchain)
+    merge_tsv(SIM_TABLE, SIM_COLS, [[r["toolchain"], r["path"], r["kernel"], r["T"], r["B"], r["heads"], r["gate"],
+                                     "%.1f" % r["us"], "%.1f" % r["floor"], r["binding"]] for r in rows], toolchain)
     loops, seen = [], set()
     for r in rows:
-        key = (r["kernel"], r["T"], r["B"])
+        key = (r["kernel"], r["T"], r["B"], r["heads"], r["gate"])
         if r["kernel"] != "total" and key not in seen:
             seen.add(key)
-            loops += [[toolchain, r["kernel"], r["T"], r["B"], loop, cause, round(v)]
+            loops += [[toolchain] + list(key) + [loop, cause, round(v)]
                       for (loop, cause), v in sorted(r["stalls"].items())]
-    merge_tsv(LOOPS_TABLE, ["toolchain", "kernel", "T", "B", "loop", "cause", "clocks"], loops, toolchain)
+    merge_tsv(LOOPS_TABLE, LOOPS_COLS, loops, toolchain)
     names = sorted({r["kernel"] for r in rows if r["kernel"] != "total"})
     merge_tsv(CODE_TABLE, ["toolchain", "kernel", "code"],
               [[toolchain, n, code_key(objects.get(n.replace(",", ", ")))] for n in names], toolchain)
 
 
-def worst_loop(toolchain, kernel, T, B, stalls):
+def worst_loop(toolchain, kernel, shape, stalls):
     """The loop and cause whose stall clocks grew most against the committed loop table."""
+    want = (toolchain, kernel) + tuple(str(v) for v in shape)
     old = {(r["loop"], r["cause"]): int(r["clocks"]) for r in read_tsv(LOOPS_TABLE)
-           if (r["toolchain"], r["kernel"], r["T"], r["B"]) == (toolchain, kernel, str(T), str(B))}
+           if tuple(r[c] for c in LOOPS_COLS[:6]) == want}
     grow = {k: v - old.get(k, 0) for k, v in stalls.items()}
     if not grow:
         return "no loop stalls recorded"
@@ -1986,15 +2104,16 @@ def check(objects, toolchain):
     fails, checked, done = [], 0, set()
     for r in rows:
         name = r["kernel"].replace(",", ", ")
-        T, B = int(r["T"]), int(r["B"])
+        shape = (int(r["T"]), int(r["B"]), int(r["H_v"]), r["gate"])
+        T, B = shape[:2]
         try:
             code = objects.get(name)
         except KeyError:
             fails.append("%s: not in the code objects (the table has it)" % name)
             continue
-        if keys.get(r["kernel"]) == code_key(code) or (T, B) not in GATE_SHAPES or (name, T, B) in done:
+        if keys.get(r["kernel"]) == code_key(code) or shape not in GATE_SHAPES or (name, shape) in done:
             continue
-        done.add((name, T, B))
+        done.add((name, shape))
         path = {"recurrent": "recurrent", "two-launch": "chunked", "auto": "auto"}[r["path"]]
         for lname, grid, block, lds, args in recorded_launches(path, T, B):
             if lname != name:
@@ -2006,7 +2125,7 @@ def check(objects, toolchain):
             if got["us"] > REGRESSION * old:
                 fails.append("%s T=%d B=%d: simulated %.1f us, %.0f %% over the committed %.1f us; %s" % (
                     name, T, B, got["us"], 100 * (got["us"] / old - 1), old,
-                    worst_loop(toolchain, r["kernel"], T, B, got["stalls"])))
+                    worst_loop(toolchain, r["kernel"], shape, got["stalls"])))
     return fails, checked
 
 
@@ -2061,8 +2180,9 @@ def main(argv):
                           toolchain, round(100 * (REGRESSION - 1)), os.path.relpath(SIM_TABLE, isa.ROOT), checked))
             return 1 if fails else 0
         shapes = SHAPES
-        if os.environ.get("SIM_SHAPES"):  # e.g. "4096:1 1:1"
-            shapes = [tuple(int(v) for v in w.split(":")) for w in os.environ["SIM_SHAPES"].split()]
+        if os.environ.get("SIM_SHAPES"):  # T:B[:H_v[:key]], e.g. "4096:1 1:1 512:1:16 64:1:32:key"
+            shapes = [tuple(int(v) if v.isdigit() else v for v in w.split(":"))
+                      for w in os.environ["SIM_SHAPES"].split()]
         rows = product_rows(objects, toolchain, shapes=shapes)
         print_rows(rows)
         save_tables(rows, objects, toolchain)
