@@ -320,6 +320,9 @@ VOP = {
     "v_mul_hi_u32_u24": (2, lambda a, b: ((a & 0xffffff) * (b & 0xffffff)) >> 32),
     "v_mul_i32_i24": (2, lambda a, b: (sext(a, 24) * sext(b, 24)) & M32),
     "v_mul_lo_u16": (2, lambda a, b: ((a & 0xffff) * (b & 0xffff)) & 0xffff),
+    "v_add_u16": (2, lambda a, b: (a + b) & 0xffff),
+    "v_sub_u16": (2, lambda a, b: (a - b) & 0xffff),
+    "v_subrev_u16": (2, lambda a, b: (b - a) & 0xffff),
     "v_mad_u32_u24": (3, lambda a, b, c: ((a & 0xffffff) * (b & 0xffffff) + c) & M32),
     "v_mad_i32_i24": (3, lambda a, b, c: (sext(a, 24) * sext(b, 24) + c) & M32),
     "v_lshlrev_b32": (2, lambda a, b: (b << (a & 31)) & M32),
@@ -1073,6 +1076,7 @@ def workgroups_per_cu(code, launch):
 
 # ---- timing: one CU --------------------------------------------------------------------------
 INF = float("inf")
+UNKNOWN_MAX = 1000  # branches on unknown values one CU may take (the product kernels take none)
 TYPE_BIT = {"valu": 1, "salu": 2, "lds": 4, "vmem": 8, "smem": 16, "branch": 32, "internal": 0}
 
 
@@ -1258,6 +1262,10 @@ class CU:
         if r.unknown:
             self.unknown += r.unknown
             r.unknown = 0
+            if self.unknown > UNKNOWN_MAX:  # a loop spinning on a condition it cannot evaluate
+                raise RuntimeError("%s: more than %d branches on unknown values, the last at 0x%x (an instruction "
+                                   "without semantics here, or a value from memory)" % (self.code.name, UNKNOWN_MAX,
+                                                                                        x.addr))
         if nxt == -1:
             w.done = True
             w.end = t + 4
