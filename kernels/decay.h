@@ -45,3 +45,19 @@ __device__ __forceinline__ float kdn_decay(float g) {
     q = fmaf(q, r, 0.5f);
     return ldexpf(fmaf(r, fmaf(r, q, 1.0f), 1.0f), (int)k);
 }
+
+// A log-decay as the chunked kernels take it: g below -kKdnLogDecayFloor
+// (-inf, -FLT_MAX, -1e8 ...) becomes -kKdnLogDecayFloor. Exact for the
+// result: every decay factor over a span that holds such a token, e^(sum of
+// the span's g <= 0), is 0 in float either way (e^-104 already is), so g =
+// -inf stays a reset, as exp(-inf) = 0 is in the recurrence. What it buys:
+// a chunk's cumulative sums stay within 64 x 2^16 = 2^22 in magnitude, where
+// summing float g in double is exact to 2^-31 and no sum is infinite, so
+// the differences the kernels take (gamma_i - gamma_j, in double) are those
+// of the span's own g whatever came before. NaN stays NaN (the comparison is
+// false for it); +inf and positive g pass unchanged.
+static const float kKdnLogDecayFloor = 65536.0f;
+
+__device__ __forceinline__ float kdn_log_decay_floored(float g) {
+    return g < -kKdnLogDecayFloor ? -kKdnLogDecayFloor : g;
+}

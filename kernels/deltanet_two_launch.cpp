@@ -131,16 +131,18 @@ struct IntraLds {
         float f[kSlice][C + 4];
         kdn_f16x2 h2[kSlice / 2][C + 4];
     } kt, qt;
-    float graw[C];           // raw log decays
-    float gamma[C];
+    float graw[C];           // raw log decays, floored (decay.h)
+    double gamma[C];         // cumulative, in double: differences are the span's own sums
     float beta[C];
     float egamma[C];         // e^gamma_t: W's row factor besides beta
 };
 
 // Phase b; also writes gamma out (0 past n). gamma_t = g_0 + .. + g_t in
-// double, rounded once (a difference gamma_i - gamma_j then errs by 2u|gamma|
-// instead of C u |gamma|); g is 0 past n, so padding rows get gamma_last and
-// e^(gamma_i - gamma_j) stays <= 1 there. Token t is lane t % 16 of row
+// double, kept in double: a difference gamma_i - gamma_j is then the span's
+// own sum, rounded once to float (relative error u of the difference, not
+// u |gamma|: the accuracy does not depend on how much decay came before);
+// g is 0 past n, so padding rows get gamma_last and e^(gamma_i - gamma_j)
+// stays <= 1 there. Token t is lane t % 16 of row
 // t / 16 of 16 lanes: its row's prefix (4 DPP row shifts) plus the sum of
 // the earlier rows (each lane adds its column of them, then a row sum by 4
 // row rotations): no serial loop over the chunk, no LDS round trip. Whole
@@ -155,7 +157,7 @@ __device__ void intra_gamma(IntraLds<C> &L, int n, float *gamma_out) {
     const double mine = kdn_row_sum16(before) + kdn_row_scan16_f64(tid < C ? (double)L.graw[tid] : 0.0);
     if (tid >= C) return;
     const float gm = (float)mine;
-    L.gamma[tid] = gm;
+    L.gamma[tid] = mine;
     L.egamma[tid] = expf(gm);
     gamma_out[tid] = tid < n ? gm : 0.0f;
 }
@@ -282,7 +284,7 @@ __device__ void intra_tiles(IntraLds<C> &L, const float *qc, const float *kc, si
         KDN_UNROLL
         for (int w = 0; w < kTile; w++) {
             const int j = tj * kTile + w;
-            const float d = j <= i ? expf(L.gamma[i] - L.gamma[j]) : 0.0f;
+            const float d = j <= i ? expf((float)(L.gamma[i] - L.gamma[j])) : 0.0f;
             // a diagonal tile's P[i][j] sits at (w, u); its (u, w) above holds K.K
             prow[w] = j <= i ? (diag ? acc[w][u] : acc[u][w]) * d : 0.0f;
             if (!is_p && j < i) L.m[j][i] = -L.beta[i] * acc[u][w] * d; // A, transposed
@@ -361,6 +363,20 @@ __device__ __forceinline__ void quad_tile_fma(QuadTile &t, const float a[kTile],
         for (int w = 0; w < kTile; w++) t.acc[u][w] = fmaf(a[u], b[w], t.acc[u][w]);
 }
 
+// The same for the rows u >= first only: the terms of a triangular factor's
+// zeros are skipped, not multiplied, so that a NaN or Inf in a later token's
+// row of b never reaches an earlier row (0 * NaN is NaN).
+__device__ __forceinline__ void quad_tile_fma_rows_from(QuadTile &t, const float a[kTile], const float b[kTile],
+                                                        int first) {
+    KDN_UNROLL
+    for (int u = 0; u < kTile; u++)
+        KDN_UNROLL
+        for (int w = 0; w < kTile; w++) {
+            const float sum = fmaf(a[u], b[w], t.acc[u][w]);
+            t.acc[u][w] = u >= first ? sum : t.acc[u][w];
+        }
+}
+
 // Sums the quad's partial tiles, then lane s stores row s of the tile at
 // row0 + s of `dst` (rows `pitch` floats apart) from column j0.
 __device__ __forceinline__ void quad_tile_store(QuadTile &t, bool owner, float *dst, int pitch, int j0) {
@@ -379,7 +395,7 @@ __device__ __forceinline__ void quad_tile_store(QuadTile &t, bool owner, float *
 // them, one per quad. First r = A_I,<I Tinv_<I: A^T's rows m (above the
 // diagonal) and Tinv's rows m, of which only columns <= m are Tinv's (the
 // rest of the row is A^T: zeroed). Then Tinv_II r: Tinv_II's column m read
-// per row (zero above its diagonal), r's rows m.
+// per row, r's rows m, for the rows on and below Tinv_II's diagonal only.
 template <int C>
 __device__ void intra_block_row(IntraLds<C> &L, int I) {
     const int row0 = I * kBlock, jt = row0 / kTile;
@@ -402,9 +418,9 @@ __device__ void intra_block_row(IntraLds<C> &L, int I) {
     for (int m = s; owner && m < r0 + kTile; m += 4) {
         float a[kTile], b[kTile];
         KDN_UNROLL
-        for (int u = 0; u < kTile; u++) a[u] = m <= r0 + u ? L.m[row0 + r0 + u][row0 + m] : 0.0f; // Tinv_II
+        for (int u = 0; u < kTile; u++) a[u] = L.m[row0 + r0 + u][row0 + m]; // Tinv_II where m <= r0 + u
         kdn_load4(&L.r[m][j0], b);
-        quad_tile_fma(t, a, b);
+        quad_tile_fma_rows_from(t, a, b, m - r0);
     }
     quad_tile_store(t, owner, &L.m[row0 + r0][0], C + 4, j0);
     __syncthreads();
@@ -422,6 +438,14 @@ __device__ void intra_put_tinv(IntraLds<C> &L, int n, float *Tinv) {
     }
 }
 
+// With phase e: e^(gamma_last - gamma_t) for the state pass (0 past n), the
+// difference taken in double (phase b).
+template <int C>
+__device__ void intra_to_end(const IntraLds<C> &L, int n, float *to_end) {
+    const int t = (int)threadIdx.x;
+    if (t < C) to_end[t] = t < n ? expf((float)(L.gamma[n - 1] - L.gamma[t])) : 0.0f;
+}
+
 // Phase e: out (C x D, row-major) = (Tinv diag(beta)) X, X's row j =
 // scale_j * src row j (scale null: 1; rows `stride` floats apart; only j < n
 // exist). Per batch of 4 source rows: 4 coalesced 16-byte loads and one
@@ -434,18 +458,45 @@ __device__ void intra_put_tinv(IntraLds<C> &L, int n, float *Tinv) {
 // the bottom, a short and a long one whose lengths add to C + H for every
 // group. Source rows up to the short block's end feed both, the rest the
 // long one.
-template <int C, int kRows>
-__device__ __forceinline__ void intra_wy_rows(const IntraLds<C> &L, const float (*x)[4], int row0, int j0,
-                                              float (*acc)[4]) {
+//
+// A batch that reaches past a row's token (j > row0 + a) skips those terms
+// rather than adding Tinv's zero times them: a NaN or Inf in a later token's
+// v, k or e^gamma must not reach an earlier row (0 * NaN is NaN). Only the
+// batch at a block's diagonal does; the others run the plain loop. (Loops of
+// their own for the diagonal batches cost more: ROCm 5.2's gfx906 model,
+// intra at T = 4096 715 -> 753 us; ROCm 6.4 151 VGPRs at C = 32.)
+//
+// Where a block is one batch (C = 64: kRows = kWyBatch), the diagonal
+// batch has j0 == row0 and the skipped terms are jj > a, known at
+// compile time: no select, and fewer FMAs than the unmasked batch. C = 32
+// selects per term. Both keep intra's waves per SIMD on ROCm 5.2 and 6.4.
+template <int C, int kRows, bool kDiagonal>
+__device__ __forceinline__ void intra_wy_rows_of(const IntraLds<C> &L, const float (*x)[4], int row0, int j0,
+                                                 float (*acc)[4]) {
+    const bool kAligned = kRows == kWyBatch; // the block is one batch, so its diagonal batch has j0 == row0
     KDN_UNROLL
     for (int a = 0; a < kRows; a++) {
         float t[kWyBatch]; // Tinv diag(beta) [row0 + a][j0 ..], zero above the diagonal
         kdn_load4(&L.m[row0 + a][j0], t);
         KDN_UNROLL
-        for (int jj = 0; jj < kWyBatch; jj++)
+        for (int jj = 0; jj < kWyBatch; jj++) {
+            if (kDiagonal && kAligned && jj > a) continue;
             KDN_UNROLL
-            for (int c = 0; c < 4; c++) acc[a][c] = fmaf(t[jj], x[jj][c], acc[a][c]);
+            for (int c = 0; c < 4; c++) {
+                const float sum = fmaf(t[jj], x[jj][c], acc[a][c]);
+                acc[a][c] = !kDiagonal || kAligned || j0 + jj <= row0 + a ? sum : acc[a][c];
+            }
+        }
     }
+}
+
+template <int C, int kRows>
+__device__ __forceinline__ void intra_wy_rows(const IntraLds<C> &L, const float (*x)[4], int row0, int j0,
+                                              float (*acc)[4]) {
+    if (j0 + kWyBatch - 1 <= row0)
+        intra_wy_rows_of<C, kRows, false>(L, x, row0, j0, acc);
+    else
+        intra_wy_rows_of<C, kRows, true>(L, x, row0, j0, acc);
 }
 
 template <int C, bool kVec>
@@ -461,6 +512,8 @@ __device__ __forceinline__ void intra_wy_batch(const float *src, size_t stride, 
     }
 }
 
+// Forced inline: clang 21 (ROCm 6.4) otherwise calls it, and the call frame
+// takes intra<64> to 1 wave per SIMD.
 template <int C, bool kVec>
 __device__ __forceinline__ void intra_wy(IntraLds<C> &L, const float *src, size_t stride, const float *scale, int n, int D,
                          float *out) {
@@ -497,9 +550,9 @@ __device__ __forceinline__ void intra_wy(IntraLds<C> &L, const float *src, size_
 template <int C, bool kVec, bool kF16Dot>
 __global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(
     const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ v,
-    const float *__restrict__ g, const float *__restrict__ beta, float *__restrict__ gamma, float *__restrict__ Tinv,
-    float *__restrict__ U, float *__restrict__ W, float *__restrict__ P, int T, int H_k, int H_v, int D_k, int D_v,
-    int head_map) {
+    const float *__restrict__ g, const float *__restrict__ beta, float *__restrict__ gamma, float *__restrict__ to_end,
+    float *__restrict__ Tinv, float *__restrict__ U, float *__restrict__ W, float *__restrict__ P, int T, int H_k,
+    int H_v, int D_k, int D_v, int head_map) {
     KDN_DYNAMIC_SHARED(double, lds_raw);
     IntraLds<C> &L = *(IntraLds<C> *)lds_raw;
     const int tid = (int)threadIdx.x;
@@ -512,7 +565,7 @@ __global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(
     const float *qc = q + (tok0 * H_k + hk) * D_k, *kc = k + (tok0 * H_k + hk) * D_k;
 
     if (tid < C) {
-        L.graw[tid] = tid < n ? g[(tok0 + tid) * H_v + h] : 0.0f;
+        L.graw[tid] = tid < n ? kdn_log_decay_floored(g[(tok0 + tid) * H_v + h]) : 0.0f;
         L.beta[tid] = tid < n ? beta[(tok0 + tid) * H_v + h] : 0.0f;
     }
     __syncthreads();
@@ -531,6 +584,7 @@ __global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(
     __syncthreads();
     for (int I = 1; I < C / kBlock; I++) intra_block_row<C>(L, I);
     intra_put_tinv<C>(L, n, Tinv + ci * C * C);
+    intra_to_end<C>(L, n, to_end + ci * C);
     __syncthreads();
     intra_wy<C, kVec>(L, v + (tok0 * H_v + h) * D_v, v_stride, nullptr, n, D_v, U + ci * C * D_v);
     intra_wy<C, kVec>(L, kc, qk_stride, L.egamma, n, D_k, W + ci * C * D_k);
@@ -551,12 +605,44 @@ struct StateLds {
     float vn[C][kBV];     // V_new, then e^(gamma_last - gamma_j) V_new
 };
 
+// G2's batch of 4 kSteps columns j of P for the thread's RT token rows: xq +=
+// P[row][j] V_new[j]. For j > row, P's zero meets 0 instead of V_new[j] (a
+// select of the operand), so that a NaN or Inf in a later token's V_new
+// never reaches an earlier token's output. gfx906 model (ROCm 5.2): the
+// chunk loop from 549 to 808 cycles; a branch to a masked copy of the batch
+// took it to 2204, a loop of its own for the last batch 129 VGPRs (1 wave
+// per SIMD).
+template <int C, bool kVec>
+__device__ __forceinline__ void state_outputs_batch(const StateLds<C> &L, const float *Pc, int rg, int cq, int j0,
+                                                    int jend, float (*xq)[4]) {
+    const int RT = C / kRowGroups;
+    float p4[kSteps][RT][4]; // P[row][j0 ..]: whole rows exist (C columns, zero past the diagonal)
+    KDN_UNROLL
+    for (int st = 0; st < kSteps; st++)
+        KDN_UNROLL
+        for (int a = 0; a < RT; a++)
+            load4<kVec>(Pc + (rg * RT + a) * C + j0 + 4 * st, j0 + 4 * st < jend ? 4 : 0, p4[st][a]);
+    KDN_UNROLL
+    for (int st = 0; st < kSteps; st++)
+        KDN_UNROLL
+        for (int e = 0; e < 4; e++) {
+            const int j = j0 + 4 * st + e;
+            float v4[4];
+            kdn_load4(&L.vn[j][cq], v4);
+            KDN_UNROLL
+            for (int a = 0; a < RT; a++)
+                KDN_UNROLL
+                for (int b = 0; b < 4; b++)
+                    xq[a][b] = fmaf(p4[st][a][e], j <= rg * RT + a ? v4[b] : 0.0f, xq[a][b]); // mutate: state_out
+        }
+}
+
 template <int C, bool kVec>
 __global__ __launch_bounds__(kStateThreads) void kernel_two_launch_state(
     const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ gamma,
-    const float *__restrict__ U, const float *__restrict__ W, const float *__restrict__ P, const float *state_in,
-    float *state_out, float *__restrict__ o, int T, int H_k, int H_v, int D_k, int D_v, int head_map, int c0, int c1,
-    float q_scale) {
+    const float *__restrict__ to_end, const float *__restrict__ U, const float *__restrict__ W,
+    const float *__restrict__ P, const float *state_in, float *state_out, float *__restrict__ o, int T, int H_k,
+    int H_v, int D_k, int D_v, int head_map, int c0, int c1, float q_scale) {
     KDN_DYNAMIC_SHARED(double, lds_raw);
     StateLds<C> &L = *(StateLds<C> *)lds_raw;
     const int RT = C / kRowGroups; // token rows per thread in G1 and G2
@@ -587,6 +673,7 @@ __global__ __launch_bounds__(kStateThreads) void kernel_two_launch_state(
         const size_t tok0 = (size_t)seq * T + (size_t)c * C;
         const size_t ci = ((size_t)seq * H_v + h) * n_chunks + c;
         const float *Wc = W + ci * C * D_k, *Uc = U + ci * C * D_v, *Pc = P + ci * C * C, *gc = gamma + ci * C;
+        const float *te = to_end + ci * C;
         const float *qc = q + (tok0 * H_k + hk) * D_k, *kc = k + (tok0 * H_k + hk) * D_k;
 
         // G1: X = [W; Q] S for token rows rg RT + a.
@@ -622,10 +709,13 @@ __global__ __launch_bounds__(kStateThreads) void kernel_two_launch_state(
             }
         }
         // V_new = U - W S (0 past n: U and W rows are); the state part of O.
-        float vn[RT][4];
+        // The rows' e^(gamma_last - gamma_j) are loaded here, for after G2:
+        // their latency hides behind it.
+        float vn[RT][4], f_end[RT];
         KDN_UNROLL
         for (int a = 0; a < RT; a++) {
             const int row = rg * RT + a;
+            f_end[a] = row < n ? te[row] : 0.0f;
             float u4[4];
             load4<kVec>(Uc + (size_t)row * D_v + b0 + cq, ncols, u4);
             const float eg = expf(gc[row]);
@@ -640,25 +730,7 @@ __global__ __launch_bounds__(kStateThreads) void kernel_two_launch_state(
 
         // G2: O = e^gamma (Q S) + P V_new; P is zero above the diagonal.
         const int jend = n < (rg + 1) * RT ? n : (rg + 1) * RT;
-        for (int j0 = 0; j0 < jend; j0 += 4 * kSteps) {
-            float p4[kSteps][RT][4]; // P[row][j0 ..]: whole rows exist (C columns, zero past the diagonal)
-            KDN_UNROLL
-            for (int st = 0; st < kSteps; st++)
-                KDN_UNROLL
-                for (int a = 0; a < RT; a++)
-                    load4<kVec>(Pc + (rg * RT + a) * C + j0 + 4 * st, j0 + 4 * st < jend ? 4 : 0, p4[st][a]);
-            KDN_UNROLL
-            for (int st = 0; st < kSteps; st++)
-                KDN_UNROLL
-                for (int e = 0; e < 4; e++) {
-                    float v4[4];
-                    kdn_load4(&L.vn[j0 + 4 * st + e][cq], v4);
-                    KDN_UNROLL
-                    for (int a = 0; a < RT; a++)
-                        KDN_UNROLL
-                        for (int b = 0; b < 4; b++) xq[a][b] = fmaf(p4[st][a][e], v4[b], xq[a][b]); // mutate: state_out
-                }
-        }
+        for (int j0 = 0; j0 < jend; j0 += 4 * kSteps) state_outputs_batch<C, kVec>(L, Pc, rg, cq, j0, jend, xq);
         // o is linear in q: ggml's scale of q is one multiply here.
         KDN_UNROLL
         for (int a = 0; a < RT; a++) {
@@ -670,13 +742,11 @@ __global__ __launch_bounds__(kStateThreads) void kernel_two_launch_state(
         __syncthreads();
 
         // V_new rows scaled by e^(gamma_last - gamma_j), for G3.
-        const float last = gc[n - 1];
         KDN_UNROLL
         for (int a = 0; a < RT; a++) {
             const int row = rg * RT + a;
-            const float f = row < n ? expf(last - gc[row]) : 0.0f;
             KDN_UNROLL
-            for (int b = 0; b < 4; b++) vn[a][b] *= f;
+            for (int b = 0; b < 4; b++) vn[a][b] *= f_end[a];
             kdn_store4(&L.vn[row][cq], vn[a]);
         }
         __syncthreads();
@@ -702,7 +772,7 @@ __global__ __launch_bounds__(kStateThreads) void kernel_two_launch_state(
                     for (int b = 0; b < 4; b++) acc[u][b] = fmaf(k4[jj][u], v4[b], acc[u][b]);
             }
         }
-        const float total = kdn_decay(last); // once per chunk: decay.h
+        const float total = kdn_decay(gc[n - 1]); // once per chunk: decay.h
         KDN_UNROLL
         for (int u = 0; u < kSRows; u++) {
             KDN_UNROLL
@@ -742,26 +812,27 @@ static bool vector_ok(const KdnShape *s, const void *const *ptrs, int count) {
 
 template <int C, bool kVec, bool kF16Dot>
 static void launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                         const float *beta, float *gamma, float *Tinv, float *U, float *W, float *P) {
+                         const float *beta, float *gamma, float *to_end, float *Tinv, float *U, float *W, float *P) {
     static_assert(sizeof(IntraLds<C>) <= 64 * 1024, "gfx906 has 64 KB of LDS per workgroup");
     dim3 grid((unsigned)KDN_CEIL_DIV(s->T, C), (unsigned)s->H_v, (unsigned)s->n_seqs);
     KDN_ALLOW_LDS((kernel_two_launch_intra<C, kVec, kF16Dot>), sizeof(IntraLds<C>));
-    KDN_LAUNCH((kernel_two_launch_intra<C, kVec, kF16Dot>), grid, dim3(kIntraThreads), sizeof(IntraLds<C>), q, k, v,
-               g, beta, gamma, Tinv, U, W, P, s->T, s->H_k, s->H_v, s->D_k, s->D_v, s->head_map);
+    KDN_LAUNCH((kernel_two_launch_intra<C, kVec, kF16Dot>), grid, dim3(kIntraThreads), sizeof(IntraLds<C>), q, k, v, g,
+               beta, gamma, to_end, Tinv, U, W, P, s->T, s->H_k, s->H_v, s->D_k, s->D_v, s->head_map);
 }
 
 template <int C, bool kF16Dot>
-static void launch_intra_c(const KdnShape *s, bool vec, const float *q, const float *k, const float *v,
-                           const float *g, const float *beta, float *gamma, float *Tinv, float *U, float *W, float *P) {
+static void launch_intra_c(const KdnShape *s, bool vec, const float *q, const float *k, const float *v, const float *g,
+                           const float *beta, float *gamma, float *to_end, float *Tinv, float *U, float *W, float *P) {
     if (vec)
-        launch_intra<C, true, kF16Dot>(s, q, k, v, g, beta, gamma, Tinv, U, W, P);
+        launch_intra<C, true, kF16Dot>(s, q, k, v, g, beta, gamma, to_end, Tinv, U, W, P);
     else
-        launch_intra<C, false, kF16Dot>(s, q, k, v, g, beta, gamma, Tinv, U, W, P);
+        launch_intra<C, false, kF16Dot>(s, q, k, v, g, beta, gamma, to_end, Tinv, U, W, P);
 }
 
 template <bool kF16Dot>
 static void two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                             const float *beta, float *gamma, float *Tinv, float *U, float *W, float *P) {
+                             const float *beta, float *gamma, float *to_end, float *Tinv, float *U, float *W,
+                             float *P) {
     const char *why = unsupported(s);
     const void *ptrs[] = {q, k, v, U, W, P};
     const bool vec = vector_ok(s, ptrs, 6);
@@ -770,55 +841,57 @@ static void two_launch_intra(const KdnShape *s, const float *q, const float *k, 
     else if (s->T == 0)
         return; // no chunk
     else if (s->chunk == 32)
-        launch_intra_c<32, kF16Dot>(s, vec, q, k, v, g, beta, gamma, Tinv, U, W, P);
+        launch_intra_c<32, kF16Dot>(s, vec, q, k, v, g, beta, gamma, to_end, Tinv, U, W, P);
     else
-        launch_intra_c<64, kF16Dot>(s, vec, q, k, v, g, beta, gamma, Tinv, U, W, P);
+        launch_intra_c<64, kF16Dot>(s, vec, q, k, v, g, beta, gamma, to_end, Tinv, U, W, P);
 }
 
-extern "C" void kdn_two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v,
-                                      const float *g, const float *beta, float *gamma, float *Tinv, float *U,
-                                      float *W, float *P) {
-    two_launch_intra<false>(s, q, k, v, g, beta, gamma, Tinv, U, W, P);
+extern "C" void kdn_two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
+                                     const float *beta, float *gamma, float *to_end, float *Tinv, float *U, float *W,
+                                     float *P) {
+    two_launch_intra<false>(s, q, k, v, g, beta, gamma, to_end, Tinv, U, W, P);
 }
 
 extern "C" void kdn_two_launch_intra_f16dot(const KdnShape *s, const float *q, const float *k, const float *v,
-                                             const float *g, const float *beta, float *gamma, float *Tinv, float *U,
-                                             float *W, float *P) {
-    two_launch_intra<true>(s, q, k, v, g, beta, gamma, Tinv, U, W, P);
+                                            const float *g, const float *beta, float *gamma, float *to_end, float *Tinv,
+                                            float *U, float *W, float *P) {
+    two_launch_intra<true>(s, q, k, v, g, beta, gamma, to_end, Tinv, U, W, P);
 }
 
 template <int C, bool kVec>
 static void launch_state(const KdnShape *s, int c0, int c1, const float *q, const float *k, const float *gamma,
-                         const float *U, const float *W, const float *P, const float *state_in, float *state_out,
-                         float *o, float q_scale) {
+                         const float *to_end, const float *U, const float *W, const float *P, const float *state_in,
+                         float *state_out, float *o, float q_scale) {
     static_assert(sizeof(StateLds<C>) <= 64 * 1024, "gfx906 has 64 KB of LDS per workgroup");
     dim3 grid((unsigned)KDN_CEIL_DIV(s->D_v, kBV), (unsigned)s->H_v, (unsigned)s->n_seqs);
     KDN_ALLOW_LDS((kernel_two_launch_state<C, kVec>), sizeof(StateLds<C>));
-    KDN_LAUNCH((kernel_two_launch_state<C, kVec>), grid, dim3(kStateThreads), sizeof(StateLds<C>), q, k, gamma, U,
-               W, P, state_in, state_out, o, s->T, s->H_k, s->H_v, s->D_k, s->D_v, s->head_map, c0, c1, q_scale);
+    KDN_LAUNCH((kernel_two_launch_state<C, kVec>), grid, dim3(kStateThreads), sizeof(StateLds<C>), q, k, gamma, to_end,
+               U, W, P, state_in, state_out, o, s->T, s->H_k, s->H_v, s->D_k, s->D_v, s->head_map, c0, c1, q_scale);
 }
 
 template <int C>
 static void launch_state_c(const KdnShape *s, bool vec, int c0, int c1, const float *q, const float *k,
-                           const float *gamma, const float *U, const float *W, const float *P, const float *state_in,
-                           float *state_out, float *o, float q_scale) {
+                           const float *gamma, const float *to_end, const float *U, const float *W, const float *P,
+                           const float *state_in, float *state_out, float *o, float q_scale) {
     if (vec)
-        launch_state<C, true>(s, c0, c1, q, k, gamma, U, W, P, state_in, state_out, o, q_scale);
+        launch_state<C, true>(s, c0, c1, q, k, gamma, to_end, U, W, P, state_in, state_out, o, q_scale);
     else
-        launch_state<C, false>(s, c0, c1, q, k, gamma, U, W, P, state_in, state_out, o, q_scale);
+        launch_state<C, false>(s, c0, c1, q, k, gamma, to_end, U, W, P, state_in, state_out, o, q_scale);
 }
 
 extern "C" void kdn_two_launch_state(const KdnShape *s, int c0, int c1, const float *q, const float *k,
-                                       const float *gamma, const float *U, const float *W, const float *P,
-                                       const float *state_in, float *state_out, float *o, float q_scale) {
+                                     const float *gamma, const float *to_end, const float *U, const float *W,
+                                     const float *P, const float *state_in, float *state_out, float *o,
+                                     float q_scale) {
     const char *why = unsupported(s);
-    if (!why && (c0 < 0 || c1 < c0 || c1 > KDN_CEIL_DIV(s->T, s->chunk))) why = "chunk range outside 0..n_chunks";
+    if (!why && (c0 < 0 || c1 < c0 || c1 > KDN_CEIL_DIV(s->T, s->chunk)))
+        why = "chunk range outside 0..n_chunks";
     const void *ptrs[] = {q, k, U, W, P, state_in, state_out, o};
     const bool vec = vector_ok(s, ptrs, 8);
     if (why)
         kdn_launch_refused("kernel_two_launch_state", why);
     else if (s->chunk == 32)
-        launch_state_c<32>(s, vec, c0, c1, q, k, gamma, U, W, P, state_in, state_out, o, q_scale);
+        launch_state_c<32>(s, vec, c0, c1, q, k, gamma, to_end, U, W, P, state_in, state_out, o, q_scale);
     else
-        launch_state_c<64>(s, vec, c0, c1, q, k, gamma, U, W, P, state_in, state_out, o, q_scale);
+        launch_state_c<64>(s, vec, c0, c1, q, k, gamma, to_end, U, W, P, state_in, state_out, o, q_scale);
 }

@@ -109,7 +109,7 @@ static size_t aligned_floats(size_t floats) { return (floats + 63) / 64 * 64; }
 
 size_t kdn_chunk_buffers_bytes(const KdnShape *s) {
     size_t n = n_chunks_total(s), C = (size_t)s->chunk;
-    return sizeof(float) * (aligned_floats(n * C) + 2 * aligned_floats(n * C * C) + aligned_floats(n * C * s->D_v) +
+    return sizeof(float) * (2 * aligned_floats(n * C) + 2 * aligned_floats(n * C * C) + aligned_floats(n * C * s->D_v) +
                             aligned_floats(n * C * s->D_k));
 }
 
@@ -117,6 +117,7 @@ void kdn_chunk_buffers_carve(void *workspace, const KdnShape *s, KdnChunkBuffers
     size_t n = n_chunks_total(s), C = (size_t)s->chunk;
     float *at = workspace;
     b->gamma = take(&at, n * C);
+    b->to_end = take(&at, n * C);
     b->Tinv = take(&at, n * C * C);
     b->U = take(&at, n * C * s->D_v);
     b->W = take(&at, n * C * s->D_k);
@@ -161,16 +162,16 @@ void kdn_layer_run(const KdnLayerCall *c, kdn_path path, const KdnChunkBuffers *
         return;
     }
     const KdnShape *s = &c->s;
-    kdn_two_launch_intra(s, c->q, c->k, c->v, c->g, c->beta, b->gamma, b->Tinv, b->U, b->W, b->P);
-    kdn_two_launch_state(s, 0, CEIL_DIV(s->T, s->chunk), c->q, c->k, b->gamma, b->U, b->W, b->P, c->state_in,
-                         c->snapshots, c->o, c->q_scale);
+    kdn_two_launch_intra(s, c->q, c->k, c->v, c->g, c->beta, b->gamma, b->to_end, b->Tinv, b->U, b->W, b->P);
+    kdn_two_launch_state(s, 0, CEIL_DIV(s->T, s->chunk), c->q, c->k, b->gamma, b->to_end, b->U, b->W, b->P,
+                         c->state_in, c->snapshots, c->o, c->q_scale);
 }
 
 void kdn_deltanet_two_launch_f16dot(const KdnLayerCall *c, const KdnChunkBuffers *b) {
     const KdnShape *s = &c->s;
-    kdn_two_launch_intra_f16dot(s, c->q, c->k, c->v, c->g, c->beta, b->gamma, b->Tinv, b->U, b->W, b->P);
-    kdn_two_launch_state(s, 0, CEIL_DIV(s->T, s->chunk), c->q, c->k, b->gamma, b->U, b->W, b->P, c->state_in,
-                         c->snapshots, c->o, c->q_scale);
+    kdn_two_launch_intra_f16dot(s, c->q, c->k, c->v, c->g, c->beta, b->gamma, b->to_end, b->Tinv, b->U, b->W, b->P);
+    kdn_two_launch_state(s, 0, CEIL_DIV(s->T, s->chunk), c->q, c->k, b->gamma, b->to_end, b->U, b->W, b->P,
+                         c->state_in, c->snapshots, c->o, c->q_scale);
 }
 
 /* ---- checking a call ---------------------------------------------------- */

@@ -71,11 +71,14 @@ void kdn_gather_strided(const float *src, const long ne[4], const long st[3], fl
  * ci = (seq * H_v + h) * n_chunks + c. Per chunk, the intra-chunk quantities
  * (reference/deltanet.h's RefChunk, row-major, token rows; rows past the
  * chunk's length n are zero):
- *   gamma [ci][C]   Tinv [ci][C][C]   U [ci][C][D_v]   W [ci][C][D_k]
+ *   gamma [ci][C]   to_end [ci][C] = exp(gamma_last - gamma_i)   Tinv [ci][C][C]
+ *   U [ci][C][D_v]   W [ci][C][D_k]
  *   P [ci][C][C] = (q_i . k_j) exp(gamma_i - gamma_j) for j <= i, else 0
+ * (to_end is taken from gamma in double inside the kernel: the state pass
+ * would lose u |gamma| of each exponent taking it from the float gamma)
  * 1) every chunk of every head and sequence in parallel, one launch: */
 void kdn_two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                           const float *beta, float *gamma, float *Tinv, float *U, float *W, float *P);
+                          const float *beta, float *gamma, float *to_end, float *Tinv, float *U, float *W, float *P);
 /* 1') the opt-in packed-fp16 variant of 1): the products K K^T (in A) and
  * Q K^T (in P) from q and k rounded to fp16, gfx906's v_dot2_f32_f16 (two
  * fp16 products, fp32 accumulation; emulated on CUDA and the CPU), the rest
@@ -83,15 +86,16 @@ void kdn_two_launch_intra(const KdnShape *s, const float *q, const float *k, con
  * relative (docs/tolerances.md, "Packed fp16 products"), for a modelled
  * gain docs/performance.md gives. */
 void kdn_two_launch_intra_f16dot(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                                 const float *beta, float *gamma, float *Tinv, float *U, float *W, float *P);
+                                 const float *beta, float *gamma, float *to_end, float *Tinv, float *U, float *W,
+                                 float *P);
 /* 2) chunks c0 <= c < c1 of every head and sequence, one launch: the outputs
  * of those chunks' tokens (times q_scale) and the state carried through
  * them. state_in (ggml layout) is the state at chunk c0's start; state_out
  * (which may be the same buffer) receives the state after chunk c1 - 1; o is
  * written for the tokens of chunks c0..c1-1 only. */
 void kdn_two_launch_state(const KdnShape *s, int c0, int c1, const float *q, const float *k, const float *gamma,
-                            const float *U, const float *W, const float *P, const float *state_in, float *state_out,
-                            float *o, float q_scale);
+                          const float *to_end, const float *U, const float *W, const float *P, const float *state_in,
+                          float *state_out, float *o, float q_scale);
 
 /* ---- the library's dispatch (kernels/gated_delta_net.c) ------------------
  * kdn_gated_delta_net (gated_delta_net.h) checks a call, stages the views
@@ -99,7 +103,7 @@ void kdn_two_launch_state(const KdnShape *s, int c0, int c1, const float *q, con
  * benchmarks and tools run the same function on contiguous tensors, so what
  * they time is what the library launches. */
 typedef struct {
-    float *gamma, *Tinv, *U, *W, *P; /* [ci][C], [ci][C][C], [ci][C][D_v], [ci][C][D_k], [ci][C][C] */
+    float *gamma, *to_end, *Tinv, *U, *W, *P; /* [ci][C] x 2, [ci][C][C], [ci][C][D_v], [ci][C][D_k], [ci][C][C] */
 } KdnChunkBuffers;
 /* Device bytes of the buffers (each 256-byte aligned when workspace is) and
  * their places in a workspace of that size. */

@@ -97,7 +97,7 @@ typedef struct {
     int nch, C;
     size_t chunks;
     ChunkQuantities *got;
-    double *gamma, *Tinv, *U, *W, *P;
+    double *gamma, *to_end, *Tinv, *U, *W, *P;
 } IntraRun;
 
 static void intra_run(Ctx *c, const Shape *shape, bool with_p, IntraRun *r) {
@@ -107,9 +107,9 @@ static void intra_run(Ctx *c, const Shape *shape, bool with_p, IntraRun *r) {
     r->nch = two_launch_chunks(s), r->C = s->chunk;
     r->chunks = (size_t)r->nch * s->n_seqs * s->H_v;
     ChunkQuantities *w = r->got = two_launch_prepare(c, s);
-    kdn_two_launch_intra(s, dd->q, dd->k, dd->v, dd->g, dd->beta, w->gamma, w->Tinv, w->U, w->W, w->P);
+    kdn_two_launch_intra(s, dd->q, dd->k, dd->v, dd->g, dd->beta, w->gamma, w->to_end, w->Tinv, w->U, w->W, w->P);
     size_t rows = r->chunks * r->C;
-    r->gamma = host_d(c, r->chunks * r->C), r->Tinv = host_d(c, rows * r->C);
+    r->gamma = host_d(c, rows), r->to_end = host_d(c, rows), r->Tinv = host_d(c, rows * r->C);
     r->U = host_d(c, rows * s->D_v), r->W = host_d(c, rows * s->D_k);
     r->P = with_p ? host_d(c, rows * r->C) : NULL;
 }
@@ -119,6 +119,7 @@ static void intra_compare(Ctx *c, const IntraRun *r, Tol tol) {
     const ChunkQuantities *w = r->got;
     int rows = (int)(r->chunks * r->C);
     expect_close(c, "gamma", w->gamma, r->gamma, (int)r->chunks, r->C, tol);
+    expect_close(c, "to_end", w->to_end, r->to_end, (int)r->chunks, r->C, tol);
     expect_close(c, "Tinv", w->Tinv, r->Tinv, rows, r->C, tol);
     expect_close(c, "U", w->U, r->U, rows, r->d.ks.D_v, tol);
     expect_close(c, "W", w->W, r->W, rows, r->d.ks.D_k, tol);
@@ -136,7 +137,8 @@ static void check_two_launch_intra(const Test *t, Ctx *c, const Shape *shape) {
         for (int h = 0; h < s->H_v; h++)
             for (int ch = 0; ch < r.nch; ch++) {
                 ref_chunk_of(&rw, &r.d, seq, h, ch);
-                ref_chunk_place(&rw, s, ((size_t)seq * s->H_v + h) * r.nch + ch, r.gamma, r.Tinv, r.U, r.W, r.P);
+                ref_chunk_place(&rw, s, ((size_t)seq * s->H_v + h) * r.nch + ch, r.gamma, r.to_end, r.Tinv, r.U, r.W,
+                                r.P);
             }
     dn_describe(c, &r.sh);
     if (dev_sync(c) != 0) return;
@@ -206,7 +208,8 @@ static void t_intra_fused_vs_unfused(const Test *t, Ctx *c) {
                 step_wy(&w, n);
                 if (dev_sync(c) != 0) return;
                 take_unfused(c, &w, n, buf, &uw);
-                ref_chunk_place(&uw, s, ((size_t)seq * s->H_v + h) * r.nch + ch, r.gamma, r.Tinv, r.U, r.W, NULL);
+                ref_chunk_place(&uw, s, ((size_t)seq * s->H_v + h) * r.nch + ch, r.gamma, r.to_end, r.Tinv, r.U, r.W,
+                                NULL);
             }
     dn_describe(c, &r.sh);
     intra_compare(c, &r, t->tol);

@@ -97,7 +97,7 @@ static void t_two_launch_state_chunk(const Test *t, Ctx *c) {
     const KdnShape *s = &d.ks;
     int nch = two_launch_chunks(s), dk = s->D_k, dv = s->D_v;
     size_t chunks = (size_t)nch * s->n_seqs * s->H_v, head = (size_t)dk * dv;
-    double *gamma = host_d(c, chunks * C), *U = host_d(c, chunks * C * dv), *W = host_d(c, chunks * C * dk);
+    double *gamma = host_d(c, chunks * C), *to_end = host_d(c, chunks * C), *U = host_d(c, chunks * C * dv), *W = host_d(c, chunks * C * dk);
     double *P = host_d(c, chunks * C * C);
     double *o_ref = host_d(c, d.n_v), *s_ref = host_d(c, d.n_state), *s0 = dn_widen(c, d.state, d.n_state);
     RefChunkWork rw = ref_chunk_work(c, s);
@@ -111,7 +111,7 @@ static void t_two_launch_state_chunk(const Test *t, Ctx *c) {
             round_to_float(rw.r.U, (size_t)n * dv);
             round_to_float(rw.r.W, (size_t)n * dk);
             decay_from_gamma(&rw.r, n);
-            ref_chunk_place(&rw, s, ((size_t)seq * s->H_v + h) * nch + c0, gamma, NULL, U, W, P);
+            ref_chunk_place(&rw, s, ((size_t)seq * s->H_v + h) * nch + c0, gamma, to_end, NULL, U, W, P);
             size_t st = ((size_t)seq * s->H_v + h) * head;
             ref_chunk_state(n, dk, dv, rw.q, rw.k, &rw.r, s0 + st, O, s_ref + st);
             for (int i = 0; i < n; i++)
@@ -121,15 +121,15 @@ static void t_two_launch_state_chunk(const Test *t, Ctx *c) {
     ChunkQuantities *w = two_launch_prepare(c, s);
     int widest = C > dv ? C : dv;
     float *f = host_f(c, chunks * C * (widest > dk ? widest : dk));
-    float *dev[4] = {w->gamma, w->U, w->W, w->P};
-    double *ref[4] = {gamma, U, W, P};
-    size_t len[4] = {chunks * C, chunks * C * dv, chunks * C * dk, chunks * C * C};
-    for (int a = 0; a < 4; a++) {
+    float *dev[5] = {w->gamma, w->to_end, w->U, w->W, w->P};
+    double *ref[5] = {gamma, to_end, U, W, P};
+    size_t len[5] = {chunks * C, chunks * C, chunks * C * dv, chunks * C * dk, chunks * C * C};
+    for (int a = 0; a < 5; a++) {
         for (size_t i = 0; i < len[a]; i++) f[i] = (float)ref[a][i];
         kdn_upload(dev[a], f, len[a] * sizeof(float));
     }
     float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
-    kdn_two_launch_state(s, c0, c0 + 1, dd.q, dd.k, w->gamma, w->U, w->W, w->P, dd.state, s_out, o, 1.0f);
+    kdn_two_launch_state(s, c0, c0 + 1, dd.q, dd.k, w->gamma, w->to_end, w->U, w->W, w->P, dd.state, s_out, o, 1.0f);
     dn_describe(c, &sh);
     if (dev_sync(c) != 0) return;
     int n = s->T - c0 * C < C ? s->T - c0 * C : C;

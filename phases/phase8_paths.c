@@ -191,31 +191,31 @@ static Call broken_call(int i) {
 
 /* Every buffer a kernel entry may write, NaN to start. */
 typedef struct {
-    float *o, *state_out, *gamma, *Tinv, *U, *W, *P, *gathered;
-    size_t n[8];
+    float *o, *state_out, *gamma, *to_end, *Tinv, *U, *W, *P, *gathered;
+    size_t n[9];
     float *host; /* room for the largest, to read them back */
 } Outputs;
 
 static Outputs alloc_outputs(Ctx *c, const KdnShape *s) {
     size_t chunks = (size_t)((s->T + s->chunk - 1) / s->chunk) * s->n_seqs * s->H_v, C = (size_t)s->chunk;
     Outputs w;
-    size_t n[8] = {(size_t)s->T * s->n_seqs * s->H_v * s->D_v, (size_t)s->n_seqs * s->H_v * s->D_k * s->D_v,
-                   chunks * C, chunks * C * C, chunks * C * s->D_v, chunks * C * s->D_k, chunks * C * C, 64};
+    size_t n[9] = {(size_t)s->T * s->n_seqs * s->H_v * s->D_v, (size_t)s->n_seqs * s->H_v * s->D_k * s->D_v,
+                   chunks * C, chunks * C, chunks * C * C, chunks * C * s->D_v, chunks * C * s->D_k, chunks * C * C, 64};
     memcpy(w.n, n, sizeof n);
     w.o = dev_out(c, "o", n[0]), w.state_out = dev_out(c, "state_out", n[1]), w.gamma = dev_out(c, "gamma", n[2]);
-    w.Tinv = dev_out(c, "Tinv", n[3]), w.U = dev_out(c, "U", n[4]), w.W = dev_out(c, "W", n[5]);
-    w.P = dev_out(c, "P", n[6]), w.gathered = dev_out(c, "gathered", n[7]);
+    w.to_end = dev_out(c, "to_end", n[3]), w.Tinv = dev_out(c, "Tinv", n[4]), w.U = dev_out(c, "U", n[5]);
+    w.W = dev_out(c, "W", n[6]), w.P = dev_out(c, "P", n[7]), w.gathered = dev_out(c, "gathered", n[8]);
     size_t most = 0;
-    for (int b = 0; b < 8; b++) most = n[b] > most ? n[b] : most;
+    for (int b = 0; b < 9; b++) most = n[b] > most ? n[b] : most;
     w.host = host_f(c, most);
     return w;
 }
 
 /* Elements of the outputs that lost their NaN. */
 static size_t written(Ctx *c, const Outputs *w) {
-    float *const bufs[8] = {w->o, w->state_out, w->gamma, w->Tinv, w->U, w->W, w->P, w->gathered};
+    float *const bufs[9] = {w->o, w->state_out, w->gamma, w->to_end, w->Tinv, w->U, w->W, w->P, w->gathered};
     size_t count = 0;
-    for (int b = 0; b < 8; b++) {
+    for (int b = 0; b < 9; b++) {
         download(c, w->host, bufs[b], w->n[b]);
         for (size_t i = 0; i < w->n[b]; i++) count += w->host[i] == w->host[i];
     }
@@ -243,9 +243,12 @@ static void call_entry(Entry e, const Call *x, const Inputs *in, const Outputs *
     case ENTRY_RECURRENT_CALL: kdn_deltanet_recurrent_call(&r); break;
     case ENTRY_RECURRENT_NO_SHAPE: kdn_deltanet_recurrent(NULL, in->q, in->k, in->v, in->g, in->beta, in->state, w->o, w->state_out); break;
     case ENTRY_RECURRENT_NO_CALL: kdn_deltanet_recurrent_call(NULL); break;
-    case ENTRY_INTRA: kdn_two_launch_intra(s, in->q, in->k, in->v, in->g, in->beta, w->gamma, w->Tinv, w->U, w->W, w->P); break;
+    case ENTRY_INTRA:
+        kdn_two_launch_intra(s, in->q, in->k, in->v, in->g, in->beta, w->gamma, w->to_end, w->Tinv, w->U, w->W, w->P);
+        break;
     case ENTRY_STATE:
-        kdn_two_launch_state(s, x->c0, x->c1, in->q, in->k, w->gamma, w->U, w->W, w->P, in->state, w->state_out, w->o, 1.0f);
+        kdn_two_launch_state(s, x->c0, x->c1, in->q, in->k, w->gamma, w->to_end, w->U, w->W, w->P, in->state,
+                             w->state_out, w->o, 1.0f);
         break;
     case ENTRY_ONE_LAUNCH: kdn_deltanet_one_launch(s, in->q, in->k, in->v, in->g, in->beta, in->state, w->o, w->state_out); break;
     case ENTRY_GATHER: kdn_gather_strided(in->q, ne, st, w->gathered); break;

@@ -15,6 +15,7 @@ extern const TestList phase8_tests; /* full multi-chunk Delta-Net */
 extern const TestList phase8_gdn_tests; /* the library's entry point (phase 8 too) */
 extern const TestList phase8_golden_tests; /* conventions pinned by hand (phase 8 too) */
 extern const TestList phase8_paths_tests; /* scalar loads, T = 0, refusals (phase 8 too) */
+extern const TestList phase8_numerics_tests; /* non-finite inputs, decay range, ggml draws, limits (phase 8 too) */
 /* All of them in ladder order (ladder.c), as the runner takes them. */
 extern const TestList *const ladder_tables[];
 extern const int ladder_table_count;

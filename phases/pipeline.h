@@ -69,10 +69,10 @@ typedef struct {
 } RefChunkWork;
 RefChunkWork ref_chunk_work(Ctx *c, const KdnShape *s);
 void ref_chunk_of(RefChunkWork *w, const DnData *d, int seq, int h, int ch);
-/* Copies w's gamma, Tinv, U, W and P = (Q K^T) .* decay (Tinv and P skipped
- * where NULL) into chunk ci of padded arrays in kdn.h's layout
- * (zero-initialised: rows past n stay 0). */
-void ref_chunk_place(const RefChunkWork *w, const KdnShape *s, size_t ci, double *gamma, double *Tinv, double *U,
-                     double *W, double *P);
+/* Copies w's gamma, to_end = exp(gamma_last - gamma), Tinv, U, W and P =
+ * (Q K^T) .* decay (Tinv and P skipped where NULL) into chunk ci of padded
+ * arrays in kdn.h's layout (zero-initialised: rows past n stay 0). */
+void ref_chunk_place(const RefChunkWork *w, const KdnShape *s, size_t ci, double *gamma, double *to_end,
+                     double *Tinv, double *U, double *W, double *P);
 
 #endif

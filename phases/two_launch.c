@@ -3,6 +3,7 @@
  * kdn.h's per-chunk layout (see pipeline.h). */
 #include "pipeline.h"
 
+#include <math.h>
 #include <string.h>
 
 int two_launch_chunks(const KdnShape *s) { return (s->T + s->chunk - 1) / s->chunk; }
@@ -11,6 +12,7 @@ void *two_launch_prepare(Ctx *c, const KdnShape *s) {
     size_t chunks = (size_t)two_launch_chunks(s) * s->n_seqs * s->H_v, C = (size_t)s->chunk;
     ChunkQuantities *w = (ChunkQuantities *)host_d(c, sizeof(ChunkQuantities) / sizeof(double) + 1);
     w->gamma = dev_out(c, "gamma", chunks * C);
+    w->to_end = dev_out(c, "to_end", chunks * C);
     w->Tinv = dev_out(c, "Tinv", chunks * C * C);
     w->U = dev_out(c, "U", chunks * C * s->D_v);
     w->W = dev_out(c, "W", chunks * C * s->D_k);
@@ -78,11 +80,12 @@ void ref_chunk_of(RefChunkWork *w, const DnData *d, int seq, int h, int ch) {
     ref_chunk_intra(n, s->D_k, s->D_v, w->k, w->v, w->g, w->beta, &w->r);
 }
 
-void ref_chunk_place(const RefChunkWork *w, const KdnShape *s, size_t ci, double *gamma, double *Tinv, double *U,
-                     double *W, double *P) {
+void ref_chunk_place(const RefChunkWork *w, const KdnShape *s, size_t ci, double *gamma, double *to_end,
+                     double *Tinv, double *U, double *W, double *P) {
     size_t C = (size_t)s->chunk;
     int n = w->n;
     memcpy(gamma + ci * C, w->r.gamma, n * sizeof(double));
+    for (int i = 0; i < n; i++) to_end[ci * C + i] = exp(w->r.gamma[n - 1] - w->r.gamma[i]);
     memcpy(U + ci * C * s->D_v, w->r.U, (size_t)n * s->D_v * sizeof(double));
     memcpy(W + ci * C * s->D_k, w->r.W, (size_t)n * s->D_k * sizeof(double));
     if (Tinv)

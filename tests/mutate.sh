@@ -59,7 +59,7 @@ fault one_launch_delta $O one_launch_delta 's/L.rd\[t\]\[b\] = L.beta\[t\] \*/L.
 fault one_launch_state_decay $O one_launch_state 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/fmaf(0.999f * total, L.s[i][b], acc[m])/' "$ONE_LAUNCH"
 fault one_launch_state_update $O one_launch_state 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/fmaf(total, L.s[i][b], 0.999f * acc[m])/' "$ONE_LAUNCH"
 fault one_launch_decay_after_update $O one_launch_state 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/total * (L.s[i][b] + acc[m])/' "$ONE_LAUNCH"
-fault two_launch_out_intra $W state_out 's/fmaf\(p4\[st\]\[a\]\[e\], v4\[b\], xq\[a\]\[b\]\)/fmaf(0.999f * p4[st][a][e], v4[b], xq[a][b])/' "$TWO"
+fault two_launch_out_intra $W state_out 's/fmaf\(p4\[st\]\[a\]\[e\], /fmaf(0.999f * p4[st][a][e], /' "$TWO"
 fault two_launch_state_update $W state_update 's/fmaf\(total, sreg\[u\]\[b\], acc\[u\]\[b\]\)/fmaf(total, sreg[u][b], 0.999f * acc[u][b])/' "$TWO"
 fault two_launch_decay_after_update $W state_update 's/fmaf\(total, sreg\[u\]\[b\], acc\[u\]\[b\]\)/total * (sreg[u][b] + acc[u][b])/' "$TWO"
 # the packed-fp16 variant: its queries scaled by 0.999 in Q K^T (P's term, 0.1 %); its rows on

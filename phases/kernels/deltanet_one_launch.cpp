@@ -13,9 +13,9 @@
 //             first chunk to the last: the state is read once and written once.
 //   per chunk of C tokens (n <= C valid; rows past n are zero and beta = 0,
 //   so they add nothing):
-//     1. gamma (cumulative log-decay, summed in double and rounded once, so a
-//        difference gamma_i - gamma_j errs by at most 2u|gamma| instead of the
-//        C u |gamma| of a float prefix sum; thread t of the first C forms
+//     1. gamma (cumulative log-decay, summed and kept in double, so a
+//        difference gamma_i - gamma_j is the span's own sum rounded once, its
+//        accuracy independent of the decay before it; thread t of the first C forms
 //        gamma_t and gamma_last itself, from log decays fetched into LDS
 //        during the previous chunk), beta and the chunk's keys go to LDS.
 //     2. A (strictly lower: -beta_i k_i.k_j e^(gamma_i - gamma_j)) and
@@ -40,8 +40,8 @@
 //   Steps 2 and 3 share a phase; a barrier ends each phase: 5 per chunk.
 //
 // LDS (C = 64, D_k <= 128): keys 64 x 129 floats (33 KB) + A/P 64 x 65 (16.6 KB)
-// + slab 128 x 17 (8.7 KB) + R/D 64 x 16 (4 KB) + five per-token vectors:
-// 63744 B of gfx906's 65536 (a static_assert keeps it so). It is
+// + slab 128 x 17 (8.7 KB) + R/D 64 x 16 (4 KB) + five per-token vectors (gamma in double):
+// 64000 B of gfx906's 65536 (a static_assert keeps it so). It is
 // dynamic LDS because CUDA caps static shared memory at 48 KB. C = 32 needs
 // 34 KB. C = 128 or D_k > 128 do not fit and are refused. Queries are read
 // from global memory (L2) where needed.
@@ -76,8 +76,8 @@ struct OneLaunchLds {
     float ap[C][C + 1];       // P in the lower triangle with diagonal, A^T in the upper
     float s[kMaxDk][kBV + 1]; // the state slab S[i][b]
     float rd[C][kBV];         // R, then D in place
-    float graw[C];            // the chunk's raw log decays g
-    float gamma[C];           // summed in double, rounded once: differences err by <= 2u|gamma|
+    float graw[C];            // the chunk's raw log decays g, floored (decay.h)
+    double gamma[C];          // summed in double and kept so: a difference is the span's own sum
     float beta[C];
     float exp_gamma[C], to_end[C]; // e^gamma_t, e^(gamma_last - gamma_t)
 };
@@ -88,7 +88,7 @@ struct OneLaunchLds {
 template <int C>
 __device__ void load_log_decays(OneLaunchLds<C> &L, const float *g, size_t tok0, int n, int h, int H_v) {
     const int t = (int)threadIdx.x;
-    if (t < C) L.graw[t] = t < n ? g[(tok0 + t) * H_v + h] : 0.0f;
+    if (t < C) L.graw[t] = t < n ? kdn_log_decay_floored(g[(tok0 + t) * H_v + h]) : 0.0f;
 }
 
 // gamma and its exponentials from L.graw, beta and the keys of the chunk's n
@@ -115,10 +115,9 @@ __device__ void load_chunk(OneLaunchLds<C> &L, const float *k, const float *beta
             }
         }
         if (tid >= n) mine = acc;
-        const float gamma = (float)mine, last = (float)acc;
-        L.gamma[tid] = gamma;
-        L.exp_gamma[tid] = kdn_decay(gamma); // [C - 1] decays the state once per chunk: decay.h
-        L.to_end[tid] = expf(last - gamma);
+        L.gamma[tid] = mine;
+        L.exp_gamma[tid] = kdn_decay((float)mine); // [C - 1] decays the state once per chunk: decay.h
+        L.to_end[tid] = expf((float)(acc - mine));
         L.beta[tid] = tid < n ? beta[(tok0 + tid) * H_v + h] : 0.0f;
     }
     for (int e = tid; e < C * kMaxDk; e += kThreads) {
@@ -176,7 +175,7 @@ __device__ void attention_tiles(OneLaunchLds<C> &L, const float *qc, size_t q_st
         KDN_UNROLL
         for (int c = 0; c < TS; c++) {
             int i = ti * TS + a, j = tj * TS + c;
-            float decay = j <= i ? expf(L.gamma[i] - L.gamma[j]) : 0.0f;
+            float decay = j <= i ? expf((float)(L.gamma[i] - L.gamma[j])) : 0.0f;
             if (is_p && j <= i) L.ap[i][j] = i < n ? acc[a][c] * decay : 0.0f;
             if (!is_p && j < i) L.ap[j][i] = -L.beta[i] * acc[a][c] * decay;
         }

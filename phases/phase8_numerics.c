@@ -1,0 +1,318 @@
+/* Phase 8, the layer's numerics at the edges of its inputs, on every path:
+ *   nonfinite_*   a NaN or Inf in q, k, v, beta or g at token t may reach
+ *                 only what the recurrence lets it reach (outputs at t and
+ *                 later, the state after t); every element the recurrence
+ *                 keeps finite must be finite and accurate.
+ *   decay_range_* huge log-decays (-1e3 .. -FLT_MAX, a whole chunk of them)
+ *                 and g = -inf, a reset (exp(-inf) = 0: the result stays
+ *                 finite): the accuracy must not depend on the cumulative
+ *                 decay's magnitude.
+ *   ggml_nmse_*   the library's NMSE promise (docs/tolerances.md) on
+ *                 ggml's own input distribution, hundreds of draws per shape. */
+#include "phases.h"
+
+#include "../kernels/gated_delta_net.h"
+#include "deltanet_data.h"
+#include "layer_variants.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+/* ---- a layer variant on inputs with one planted value -------------------- */
+
+/* The variant's outputs and final state, and the recurrence's on the same
+ * inputs. */
+typedef struct {
+    float *o, *s;
+    double *o_ref, *s_ref;
+} Run;
+
+static Run run_variant(Ctx *c, const LayerVariant *layer, const DnData *d) {
+    DnDevice dd;
+    dn_upload(c, d, &dd);
+    Run r = {host_f(c, d->n_v), host_f(c, d->n_state), host_d(c, d->n_v), host_d(c, d->n_state)};
+    float *o = dev_out(c, "o", d->n_v), *s = dev_out(c, "state_out", d->n_state);
+    layer->run(layer->prepare ? layer->prepare(c, &d->ks) : NULL, &d->ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state,
+               o, s);
+    dn_reference(c, d, r.o_ref, r.s_ref);
+    if (dev_sync(c) != 0) return r;
+    download(c, r.o, o, d->n_v);
+    download(c, r.s, s, d->n_state);
+    return r;
+}
+
+/* Every element the recurrence keeps finite is finite in got; those elements
+ * then judged as usual (the others, zeroed on both sides, drop out). `what`
+ * names the planted value. */
+static void expect_contained(Ctx *c, const char *what, const char *part, float *got, double *ref, size_t rows,
+                             int cols, Tol tol) {
+    size_t n = rows * (size_t)cols;
+    for (size_t i = 0; i < n; i++) {
+        if (isfinite(ref[i])) {
+            if (!isfinite(got[i])) {
+                test_fail(c, "%s: %s[%zu, %d] = %g where the recurrence has %g", what, part, i / (size_t)cols,
+                          (int)(i % (size_t)cols), got[i], ref[i]);
+                return;
+            }
+        } else
+            got[i] = 0.0f, ref[i] = 0.0;
+    }
+    char label[160];
+    snprintf(label, sizeof label, "%s: %s", what, part);
+    expect_close_host(c, label, got, ref, (int)rows, cols, tol);
+}
+
+/* Copies of the pristine inputs, so each case plants into clean data. */
+typedef struct {
+    float *x[5]; /* q k v beta g */
+    size_t n[5];
+} Pristine;
+
+static const char *const planted_names[5] = {"q", "k", "v", "beta", "g"};
+
+static float **input_slot(DnData *d, int which) {
+    float **slots[5] = {&d->q, &d->k, &d->v, &d->beta, &d->g};
+    return slots[which];
+}
+
+static Pristine keep_pristine(Ctx *c, DnData *d) {
+    size_t n[5] = {d->n_qk, d->n_qk, d->n_v, d->n_gb, d->n_gb};
+    Pristine p;
+    for (int i = 0; i < 5; i++) {
+        p.n[i] = n[i];
+        p.x[i] = host_f(c, n[i]);
+        memcpy(p.x[i], *input_slot(d, i), n[i] * sizeof(float));
+    }
+    return p;
+}
+
+static void restore(DnData *d, const Pristine *p) {
+    for (int i = 0; i < 5; i++) memcpy(*input_slot(d, i), p->x[i], p->n[i] * sizeof(float));
+}
+
+/* Element of input `which` at token t of sequence 0: key head 0, component 5
+ * (q, k); value head H_v - 1, column 7 (v) or that head (beta, g). */
+static size_t planted_index(const DnData *d, int which, int t) {
+    const KdnShape *s = &d->ks;
+    if (which <= 1) return ((size_t)t * s->H_k + 0) * s->D_k + 5 % s->D_k;
+    if (which == 2) return ((size_t)t * s->H_v + (s->H_v - 1)) * s->D_v + 7 % s->D_v;
+    return (size_t)t * s->H_v + (s->H_v - 1);
+}
+
+/* Tokens where a value is planted: the first, inside the first chunk's last
+ * 16-row block (51) and at its last token (63), the last token (inside the
+ * second chunk of 64, the third of 32). */
+static int planted_tokens(int T, int out[4]) {
+    const int want[4] = {0, 51, 63, T - 1};
+    int n = 0;
+    for (int i = 0; i < 4; i++)
+        if (want[i] < T && (n == 0 || want[i] > out[n - 1])) out[n++] = want[i];
+    return n;
+}
+
+static void t_nonfinite(const Test *t, Ctx *c) {
+    const LayerVariant *layer = layer_variant(t->variant);
+    DnData d;
+    Shape sh = dn_backend_shape(&t->shape);
+    dn_generate(c, &sh, &d);
+    Pristine clean = keep_pristine(c, &d);
+    const float values[3] = {NAN, INFINITY, -INFINITY};
+    int tokens[4], n_tokens = planted_tokens(sh.T, tokens), cases = 0;
+    for (int which = 0; which < 5 && !test_failed(c); which++)
+        for (int vi = 0; vi < 3 && !test_failed(c); vi++)
+            for (int ti = 0; ti < n_tokens && !test_failed(c); ti++) {
+                if (which == 4 && values[vi] < 0.0f) continue; /* g = -inf is a reset: decay_range_* */
+                TestMark m = test_mark(c);
+                restore(&d, &clean);
+                (*input_slot(&d, which))[planted_index(&d, which, tokens[ti])] = values[vi];
+                Run r = run_variant(c, layer, &d);
+                char what[64];
+                snprintf(what, sizeof what, "%s = %g at token %d", planted_names[which], values[vi], tokens[ti]);
+                if (!test_failed(c)) {
+                    expect_contained(c, what, "o", r.o, r.o_ref, (size_t)sh.T * sh.n_seqs * sh.H_v, sh.D_v, t->tol);
+                    expect_contained(c, what, "state", r.s, r.s_ref, (size_t)sh.n_seqs * sh.H_v * sh.D_v, sh.D_k,
+                                     t->tol);
+                }
+                test_release(c, m);
+                cases++;
+            }
+    char note[96];
+    snprintf(note, sizeof note, " %d cases: q k v beta g x {nan, inf, -inf (not g)} x tokens {0, 51, 63, T-1}", cases);
+    dn_describe_note(c, &sh, note);
+}
+
+/* ---- huge log-decays ------------------------------------------------------ */
+typedef struct {
+    const char *what;
+    float g;
+    int first, count; /* tokens of sequence 0, value head H_v - 1 */
+} DecayCase;
+
+static const DecayCase decay_cases[] = {
+    {"g = -1e3 at token 40", -1e3f, 40, 1},
+    {"g = -1e6 at token 40", -1e6f, 40, 1},
+    {"g = -1e8 at token 70", -1e8f, 70, 1},
+    {"g = -FLT_MAX at token 10", -FLT_MAX, 10, 1},
+    {"g = -inf at token 33", -INFINITY, 33, 1},
+    {"g = -inf at tokens 0, 1", -INFINITY, 0, 2},
+    {"g = -1e4 over the second chunk", -1e4f, 64, 64},
+    {"g = -30 over the whole sequence", -30.0f, 0, 1 << 30},
+};
+
+static void t_decay_range(const Test *t, Ctx *c) {
+    const LayerVariant *layer = layer_variant(t->variant);
+    DnData d;
+    Shape sh = dn_backend_shape(&t->shape);
+    dn_generate(c, &sh, &d);
+    Pristine clean = keep_pristine(c, &d);
+    const int n_cases = (int)(sizeof decay_cases / sizeof decay_cases[0]);
+    for (int i = 0; i < n_cases && !test_failed(c); i++) {
+        TestMark m = test_mark(c);
+        restore(&d, &clean);
+        const DecayCase *dc = &decay_cases[i];
+        for (int tok = dc->first; tok < sh.T && tok - dc->first < dc->count; tok++)
+            d.g[planted_index(&d, 4, tok)] = dc->g;
+        Run r = run_variant(c, layer, &d);
+        if (!test_failed(c)) {
+            expect_contained(c, dc->what, "o", r.o, r.o_ref, (size_t)sh.T * sh.n_seqs * sh.H_v, sh.D_v, t->tol);
+            expect_contained(c, dc->what, "state", r.s, r.s_ref, (size_t)sh.n_seqs * sh.H_v * sh.D_v, sh.D_k, t->tol);
+        }
+        test_release(c, m);
+    }
+    char note[64];
+    snprintf(note, sizeof note, " %d decay cases", n_cases);
+    dn_describe_note(c, &sh, note);
+}
+
+/* ---- the library on ggml's input distribution ------------------------------ */
+#define NMSE_BOUND 1e-10
+enum { kGgmlDraws = 300 }; /* a 1-in-30 event is missed with probability (29/30)^300 = 4e-5 */
+
+/* One draw as ggml's test-backend-ops makes GATED_DELTA_NET's inputs: q, k
+ * uniform in [-1, 1] then L2-normalised per head and token, v uniform in
+ * [-0.3, 5], g in [-20, -1e-4], beta in [0, 1], state in [-1, 1]. */
+static void ggml_draw(Ctx *c, DnData *d) {
+    const KdnShape *s = &d->ks;
+    fill_uniform(c, d->q, d->n_qk, -1.0, 1.0);
+    fill_uniform(c, d->k, d->n_qk, -1.0, 1.0);
+    for (size_t r = 0; r < d->n_qk / s->D_k; r++)
+        for (int which = 0; which < 2; which++) {
+            float *x = (which ? d->k : d->q) + r * s->D_k;
+            double ss = 0.0;
+            for (int i = 0; i < s->D_k; i++) ss += (double)x[i] * x[i];
+            for (int i = 0; i < s->D_k; i++) x[i] = (float)(x[i] / sqrt(ss));
+        }
+    fill_uniform(c, d->v, d->n_v, -0.3, 5.0);
+    fill_uniform(c, d->g, d->n_gb, -20.0, -1e-4);
+    fill_uniform(c, d->beta, d->n_gb, 0.0, 1.0);
+    fill_uniform(c, d->state, d->n_state, -1.0, 1.0);
+}
+
+static kdn_tensor contiguous(const void *data, int64_t n0, int64_t n1, int64_t n2, int64_t n3) {
+    kdn_tensor t = {data, {n0, n1, n2, n3}, {sizeof(float), 0, 0, 0}};
+    for (int i = 1; i < 4; i++) t.nb[i] = t.nb[i - 1] * (size_t)t.ne[i - 1];
+    return t;
+}
+
+/* The library call on d's device copies, dst written. */
+static kdn_gdn_call library_call(const KdnShape *s, const DnDevice *dd, float *dst, kdn_path path) {
+    kdn_gdn_call call;
+    memset(&call, 0, sizeof call);
+    call.q = contiguous(dd->q, s->D_k, s->H_k, s->T, s->n_seqs);
+    call.k = contiguous(dd->k, s->D_k, s->H_k, s->T, s->n_seqs);
+    call.v = contiguous(dd->v, s->D_v, s->H_v, s->T, s->n_seqs);
+    call.g = contiguous(dd->g, 1, s->H_v, s->T, s->n_seqs);
+    call.beta = contiguous(dd->beta, 1, s->H_v, s->T, s->n_seqs);
+    call.state = contiguous(dd->state, s->D_k, s->D_v, s->H_v, s->n_seqs);
+    call.dst = dst;
+    call.K = 1;
+    call.head_map = s->head_map ? KDN_HEAD_MAP_BLOCK : KDN_HEAD_MAP_TILED;
+    call.path = path;
+    call.chunk = s->chunk;
+    return call;
+}
+
+/* Runs the library on d (q unscaled, as ggml passes it) into dst; 0 when enqueued. */
+static int run_library(Ctx *c, const DnData *d, const DnDevice *dd, float *dst, kdn_path path) {
+    kdn_gdn_call call = library_call(&d->ks, dd, dst, path);
+    size_t ws = 0;
+    kdn_status st = kdn_gdn_workspace_size(&call, &ws);
+    float *workspace = st == KDN_OK && ws ? dev_out(c, "workspace", ws / sizeof(float) + 1) : NULL;
+    if (st == KDN_OK) st = kdn_gated_delta_net(&call, workspace, ws);
+    if (st != KDN_OK) test_fail(c, "call refused: %s", kdn_status_message(st));
+    return st == KDN_OK ? 0 : -1;
+}
+
+static double nmse_of(const float *got, const double *ref, size_t n) {
+    double num = 0.0, den = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double e = (double)got[i] - ref[i];
+        num += e * e, den += ref[i] * ref[i];
+    }
+    return num / den; /* NaN when got has one */
+}
+
+/* One part of dst (outputs or state) of one draw: NMSE within the promise,
+ * every element within the row's tolerance. */
+static void judge_part(Ctx *c, const char *part, int draw, const float *got, const double *ref, size_t rows, int cols,
+                       Tol tol) {
+    double e = nmse_of(got, ref, rows * (size_t)cols);
+    if (!(e <= NMSE_BOUND)) test_fail(c, "draw %d: %s NMSE %.3e above %.0e", draw, part, e, NMSE_BOUND);
+    expect_close_host(c, part, got, ref, (int)rows, cols, tol);
+}
+
+static void t_ggml_nmse(const Test *t, Ctx *c) {
+    DnData d;
+    dn_generate(c, &t->shape, &d);
+    const KdnShape *s = &d.ks;
+    RefGdnShape gs = {d.rs, 0, 1, 1.0 / sqrt((double)s->D_v)};
+    for (int draw = 0; draw < kGgmlDraws && !test_failed(c); draw++) {
+        TestMark m = test_mark(c);
+        ggml_draw(c, &d);
+        DnDevice dd;
+        dn_upload(c, &d, &dd);
+        float *dst = dev_out(c, "dst", d.n_v + d.n_state);
+        if (run_library(c, &d, &dd, dst, (kdn_path)t->shape.path) == 0 && dev_sync(c) == 0) {
+            float *got = host_f(c, d.n_v + d.n_state);
+            double *o_ref = host_d(c, d.n_v), *s_ref = host_d(c, d.n_state);
+            RefInputs in = dn_ref_inputs(&d);
+            ref_gdn(&gs, &in, o_ref, s_ref);
+            download(c, got, dst, d.n_v + d.n_state);
+            judge_part(c, "o", draw, got, o_ref, d.n_v / s->D_v, s->D_v, t->tol);
+            judge_part(c, "state", draw, got + d.n_v, s_ref, d.n_state / s->D_k, s->D_k, t->tol);
+        }
+        test_release(c, m);
+    }
+    char note[96];
+    snprintf(note, sizeof note, " library path %s, %d draws of ggml's inputs, NMSE <= %.0e each",
+             t->shape.path == KDN_PATH_CHUNKED ? "chunked" : "recurrent", kGgmlDraws, NMSE_BOUND);
+    dn_describe_note(c, &t->shape, note);
+}
+
+/* ---- rows -------------------------------------------------------------------- */
+#define LAYER(Dk, Dv, Hk, Hv, T_, B_, C_) \
+    .D_k = Dk, .D_v = Dv, .H_k = Hk, .H_v = Hv, .T = T_, .n_seqs = B_, .chunk = C_, .state = 1
+#define NONFINITE(name, variant, C_) {8, name, variant, TOL_CHUNK, {LAYER(16, 16, 1, 2, 80, 1, C_)}, t_nonfinite}
+#define DECAY(name, variant, C_) {8, name, variant, TOL_CHUNK, {LAYER(16, 16, 1, 2, 130, 1, C_)}, t_decay_range}
+#define GGML(name, S, Hk, Hv, T_, C_, path_) \
+    {8, name, "library", TOL_CHUNK, {LAYER(S, S, Hk, Hv, T_, 1, C_), .path = path_}, t_ggml_nmse}
+
+static const Test tests[] = {
+    NONFINITE("nonfinite_recurrent", "recurrent", 64),
+    NONFINITE("nonfinite_two_launch", "two_launch", 64),
+    NONFINITE("nonfinite_two_launch_c32", "two_launch", 32),
+    NONFINITE("nonfinite_one_launch", "one_launch", 64),
+    NONFINITE("nonfinite_one_launch_c32", "one_launch", 32),
+    DECAY("decay_range_recurrent", "recurrent", 64),
+    DECAY("decay_range_two_launch", "two_launch", 64),
+    DECAY("decay_range_two_launch_c32", "two_launch", 32),
+    DECAY("decay_range_one_launch", "one_launch", 64),
+    GGML("ggml_nmse_T64", 64, 1, 1, 64, 64, KDN_PATH_CHUNKED),
+    GGML("ggml_nmse_T100_c32", 32, 1, 2, 100, 32, KDN_PATH_CHUNKED),
+    GGML("ggml_nmse_recurrent", 64, 1, 1, 64, 64, KDN_PATH_RECURRENT),
+};
+
+/* fixed shapes, --set does not reshape them: no least_work hook */
+const TestList phase8_numerics_tests = {tests, sizeof tests / sizeof tests[0], NULL};
