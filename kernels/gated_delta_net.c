@@ -28,7 +28,10 @@ static const char *const messages[KDN_STATUS_COUNT] = {
     [KDN_ERR_CHUNK] = "chunk: must be 0 (library default), 32 or 64",
     [KDN_ERR_OPTION] = "option: head_map must be TILED or BLOCK, path AUTO, RECURRENT or CHUNKED",
     [KDN_ERR_UNSUPPORTED_SHAPE] = "unsupported shape: a dimension < 1, S_v > 256, H_v or n_seqs > 65535, "
-                                  "or a tensor of 2^31 elements or more",
+                                  "a tensor of 2^31 elements or more, or dst of 2^33 or more",
+    [KDN_ERR_ALIGNMENT] = "alignment: every tensor's data and dst must be 4-byte aligned",
+    [KDN_ERR_STRIDE] = "stride: a view must span less than 2^48 bytes and not wrap around the address space",
+    [KDN_ERR_ALIASING] = "aliasing: dst must not overlap an input, nor the workspace dst or an input",
     [KDN_ERR_PENDING_ERROR] = "pending error: an error of earlier work waited on this host thread; nothing was "
                               "launched and the error was left in place",
     [KDN_ERR_LAUNCH_FAILED] = "launch failed: the runtime failed a kernel launch or the CPU executor stopped a kernel "
@@ -179,6 +182,7 @@ void kdn_deltanet_two_launch_f16dot(const KdnLayerCall *c, const KdnChunkBuffers
  * the recurrent kernel takes every call, the chunked form what it is built for. */
 enum { kDefaultChunk = 64 };
 enum { N_INPUTS = 6, N_VIEWS = 5 }; /* q k v g beta state; the first five may be views */
+static const int64_t kMaxDstElements = (int64_t)1 << 33;
 
 /* A checked call: the layer call (views' strides, scale, K, outputs in dst),
  * which inputs are already contiguous, and the route. */
@@ -219,20 +223,44 @@ static kdn_status check_pointers_and_options(const kdn_gdn_call *c) {
     return KDN_OK;
 }
 
+/* A view's bytes, from its first element to the end of its last; 0 when
+ * that is kMaxViewBytes or more (no device addresses so much: a stride that
+ * large is a wrapped negative one or garbage). */
+static const uint64_t kMaxViewBytes = (uint64_t)1 << 48;
+
+static uint64_t view_bytes(const kdn_tensor *t) {
+    uint64_t end = sizeof(float);
+    for (int d = 0; d < 4; d++) {
+        uint64_t steps = (uint64_t)(t->ne[d] - 1);
+        if (steps && t->nb[d] >= (kMaxViewBytes - end) / steps) return 0;
+        end += steps * t->nb[d];
+    }
+    return end;
+}
+
+/* Elements < 2^31 (INT_MAX at most): ne[d] > INT_MAX / elements is exactly
+ * elements * ne[d] > INT_MAX. */
+static kdn_status check_tensor(const kdn_tensor *t) {
+    int64_t elements = 1;
+    for (int d = 0; d < 4; d++) {
+        if (t->ne[d] < 1 || t->ne[d] > INT_MAX / elements) return KDN_ERR_UNSUPPORTED_SHAPE;
+        elements *= t->ne[d];
+    }
+    if (t->nb[0] != sizeof(float)) return KDN_ERR_ROW_STRIDE;
+    for (int d = 1; d < 4; d++)
+        if (t->nb[d] % sizeof(float) != 0) return KDN_ERR_ROW_STRIDE;
+    if ((uintptr_t)t->data % sizeof(float) != 0) return KDN_ERR_ALIGNMENT;
+    uint64_t bytes = view_bytes(t);
+    if (bytes == 0 || (uintptr_t)t->data > UINTPTR_MAX - bytes) return KDN_ERR_STRIDE;
+    return KDN_OK;
+}
+
 static kdn_status check_layout(const kdn_gdn_call *c) {
     for (int i = 0; i < N_INPUTS; i++) {
-        const kdn_tensor *t = inputs(c, i);
-        int64_t elements = 1;
-        for (int d = 0; d < 4; d++) {
-            if (t->ne[d] < 1) return KDN_ERR_UNSUPPORTED_SHAPE;
-            if (t->ne[d] >= INT_MAX / elements) return KDN_ERR_UNSUPPORTED_SHAPE;
-            elements *= t->ne[d];
-        }
-        if (t->nb[0] != sizeof(float)) return KDN_ERR_ROW_STRIDE;
-        for (int d = 1; d < 4; d++)
-            if (t->nb[d] % sizeof(float) != 0) return KDN_ERR_ROW_STRIDE;
+        kdn_status st = check_tensor(inputs(c, i));
+        if (st != KDN_OK) return st;
     }
-    return KDN_OK;
+    return (uintptr_t)c->dst % sizeof(float) == 0 ? KDN_OK : KDN_ERR_ALIGNMENT;
 }
 
 static kdn_status check_shapes(const kdn_gdn_call *c) {
@@ -245,8 +273,32 @@ static kdn_status check_shapes(const kdn_gdn_call *c) {
     if (!same_ne(&c->beta, 1, H_v, T, n_seqs)) return KDN_ERR_BETA_SHAPE;
     if (!same_ne(&c->state, S, S, H_v, n_seqs) || !is_contiguous(&c->state)) return KDN_ERR_STATE_SHAPE;
     if (S > kdn_recurrent_limits.max_D_k || H_v > 65535 || n_seqs > 65535) return KDN_ERR_UNSUPPORTED_SHAPE;
-    /* dst: outputs plus K snapshots must stay indexable */
-    if ((double)S * H_v * n_seqs * (T + (double)S * c->K) >= (double)INT_MAX * 4.0) return KDN_ERR_UNSUPPORTED_SHAPE;
+    /* dst: outputs plus K snapshots, below kMaxDstElements (each factor is
+     * below 2^31 here, so the double products are exact up to the bound) */
+    if ((double)S * H_v * n_seqs * (T + (double)S * c->K) >= (double)kMaxDstElements) return KDN_ERR_UNSUPPORTED_SHAPE;
+    return KDN_OK;
+}
+
+/* ---- aliasing: byte spans that must not meet ----------------------------- */
+typedef struct {
+    uintptr_t begin, end;
+} Span;
+
+static Span span_of(const void *p, uint64_t bytes) { return (Span){(uintptr_t)p, (uintptr_t)p + (uintptr_t)bytes}; }
+
+static int meet(Span a, Span b) { return a.begin < b.end && b.begin < a.end; }
+
+static size_t dst_elements(const kdn_gdn_call *c) {
+    size_t S = (size_t)c->v.ne[0], heads = (size_t)c->v.ne[1] * (size_t)c->v.ne[3];
+    return S * heads * ((size_t)c->v.ne[2] + S * (size_t)c->K);
+}
+
+/* `region` (dst, or the workspace) against every input, and against dst
+ * unless it is dst. The inputs are only read: they may overlap each other. */
+static kdn_status check_disjoint(const kdn_gdn_call *c, Span region, int is_dst) {
+    for (int i = 0; i < N_INPUTS; i++)
+        if (meet(region, span_of(inputs(c, i)->data, view_bytes(inputs(c, i))))) return KDN_ERR_ALIASING;
+    if (!is_dst && meet(region, span_of(c->dst, dst_elements(c) * sizeof(float)))) return KDN_ERR_ALIASING;
     return KDN_OK;
 }
 
@@ -264,6 +316,7 @@ static kdn_status plan_call(const kdn_gdn_call *c, Plan *p) {
     kdn_status st = check_pointers_and_options(c);
     if (st == KDN_OK) st = check_layout(c);
     if (st == KDN_OK) st = check_shapes(c);
+    if (st == KDN_OK) st = check_disjoint(c, span_of(c->dst, dst_elements(c) * sizeof(float)), 1);
     if (st != KDN_OK) return st;
     memset(p, 0, sizeof *p);
     KdnLayerCall *l = &p->call;
@@ -371,6 +424,7 @@ kdn_status kdn_gated_delta_net(const kdn_gdn_call *call, void *workspace, size_t
     if (st != KDN_OK) return st;
     size_t need = workspace_bytes(&p);
     if (need > 0 && (!workspace || workspace_size < need)) return KDN_ERR_WORKSPACE;
+    if (need > 0 && (st = check_disjoint(call, span_of(workspace, need), 0)) != KDN_OK) return st;
     if (kdn_error_pending(error_detail, sizeof error_detail)) return KDN_ERR_PENDING_ERROR;
     void *previous = kdn_set_stream(call->stream);
     KdnChunkBuffers b = {0};

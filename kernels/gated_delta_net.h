@@ -19,7 +19,9 @@
  * q is scaled by 1/sqrt(S_v) inside. Value head h reads key head h % H_k
  * (KDN_HEAD_MAP_TILED, ggml) or h / (H_v / H_k) (KDN_HEAD_MAP_BLOCK, HF/fla).
  * Rows (ne[0]) must be contiguous (nb[0] == 4); the other strides are free
- * (permuted views) for q, k, v, g, beta; state must be contiguous.
+ * (permuted views) for q, k, v, g, beta; state must be contiguous. Every
+ * pointer 4-byte aligned; no tensor of 2^31 elements or more, dst below 2^33;
+ * dst and the workspace overlap nothing else (inputs may overlap each other).
  * A call that is refused returns its status, launches nothing, writes nothing.
  * The call only enqueues work on `stream`; errors of the device itself show
  * at the caller's next synchronisation. No allocation inside the call.
@@ -81,6 +83,9 @@ typedef enum {
     KDN_ERR_CHUNK,             /* chunk is not 0, 32 or 64 */
     KDN_ERR_OPTION,            /* head_map or path out of range */
     KDN_ERR_UNSUPPORTED_SHAPE, /* valid ggml shape the kernels cannot run: S_v > 128 (chunked) / 256, a dimension < 1 or too large */
+    KDN_ERR_ALIGNMENT,         /* a tensor's data or dst is not 4-byte aligned */
+    KDN_ERR_STRIDE,            /* a view spans 2^48 bytes or more, or past the end of the address space */
+    KDN_ERR_ALIASING,          /* dst overlaps an input, or the workspace overlaps dst or an input */
     /* Statuses of the launch; kdn_gdn_error_detail() names the kernel and the cause. */
     KDN_ERR_PENDING_ERROR,     /* an error of earlier work waited on this host thread (GPU: the runtime's last
                                   error); nothing launched, the error left in place for its owner */

@@ -12,6 +12,7 @@
 #include "deltanet_data.h"
 
 #include <limits.h>
+#include <stdint.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -225,32 +226,46 @@ static void t_gdn(const Test *t, Ctx *c) {
 }
 
 /* ---- bad calls -------------------------------------------------------- */
-typedef void (*Breaker)(kdn_gdn_call *call, size_t *ws);
+typedef void (*Breaker)(kdn_gdn_call *call, size_t *ws, float **workspace);
 
-static void null_call(kdn_gdn_call *x, size_t *ws) { (void)x, (void)ws; }
-static void null_q(kdn_gdn_call *x, size_t *ws) { (void)ws, x->q.data = NULL; }
-static void null_dst(kdn_gdn_call *x, size_t *ws) { (void)ws, x->dst = NULL; }
-static void key_dim(kdn_gdn_call *x, size_t *ws) { (void)ws, x->q.ne[0] = x->k.ne[0] = x->v.ne[0] / 2; }
-static void heads(kdn_gdn_call *x, size_t *ws) { (void)ws, x->q.ne[1] = x->k.ne[1] = 3; }
-static void gate(kdn_gdn_call *x, size_t *ws) { (void)ws, x->g.ne[0] = 2; }
-static void beta_shape(kdn_gdn_call *x, size_t *ws) { (void)ws, x->beta.ne[1] = 1; }
-static void state_shape(kdn_gdn_call *x, size_t *ws) { (void)ws, x->state.ne[2] = 1; }
-static void tokens(kdn_gdn_call *x, size_t *ws) { (void)ws, x->q.ne[2] = x->k.ne[2] = x->v.ne[2] - 1; }
-static void no_snapshot(kdn_gdn_call *x, size_t *ws) { (void)ws, x->K = 0; }
-static void small_workspace(kdn_gdn_call *x, size_t *ws) { (void)x, *ws -= 4; }
-static void row_stride(kdn_gdn_call *x, size_t *ws) { (void)ws, x->v.nb[0] = 8; }
-static void odd_stride(kdn_gdn_call *x, size_t *ws) { (void)ws, x->k.nb[2] += 2; }
-static void chunk(kdn_gdn_call *x, size_t *ws) { (void)ws, x->chunk = 48; }
-static void head_map(kdn_gdn_call *x, size_t *ws) { (void)ws, x->head_map = (kdn_head_map)7; }
-static void path(kdn_gdn_call *x, size_t *ws) { (void)ws, x->path = (kdn_path)9; }
-static void huge_T(kdn_gdn_call *x, size_t *ws) { (void)ws, x->q.ne[2] = x->k.ne[2] = x->v.ne[2] = INT_MAX; }
-static void huge_K(kdn_gdn_call *x, size_t *ws) { (void)ws, x->K = INT_MAX / 2; }
-static void big_head(kdn_gdn_call *x, size_t *ws) {
-    (void)ws;
+static void null_call(kdn_gdn_call *x, size_t *ws, float **w) { (void)x, (void)ws, (void)w; }
+static void null_q(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->q.data = NULL; }
+static void null_dst(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->dst = NULL; }
+static void key_dim(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->q.ne[0] = x->k.ne[0] = x->v.ne[0] / 2; }
+static void heads(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->q.ne[1] = x->k.ne[1] = 3; }
+static void gate(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->g.ne[0] = 2; }
+static void beta_shape(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->beta.ne[1] = 1; }
+static void state_shape(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->state.ne[2] = 1; }
+static void tokens(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->q.ne[2] = x->k.ne[2] = x->v.ne[2] - 1; }
+static void no_snapshot(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->K = 0; }
+static void small_workspace(kdn_gdn_call *x, size_t *ws, float **w) { (void)x, (void)w, *ws -= 4; }
+static void row_stride(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->v.nb[0] = 8; }
+static void odd_stride(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->k.nb[2] += 2; }
+static void chunk(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->chunk = 48; }
+static void head_map(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->head_map = (kdn_head_map)7; }
+static void path(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->path = (kdn_path)9; }
+static void huge_T(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->q.ne[2] = x->k.ne[2] = x->v.ne[2] = INT_MAX; }
+static void huge_K(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->K = INT_MAX / 2; }
+static void big_head(kdn_gdn_call *x, size_t *ws, float **w) {
+    (void)ws, (void)w;
     x->q.ne[0] = x->k.ne[0] = x->v.ne[0] = x->state.ne[0] = x->state.ne[1] = 512;
     set_view(&x->state, x->state.data, 512, 512, x->state.ne[2], x->state.ne[3]); /* a contiguous state of that size */
 }
-static void empty(kdn_gdn_call *x, size_t *ws) { (void)ws, x->beta.ne[3] = x->g.ne[3] = x->q.ne[3] = x->k.ne[3] = x->v.ne[3] = 0; }
+static void empty(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->beta.ne[3] = x->g.ne[3] = x->q.ne[3] = x->k.ne[3] = x->v.ne[3] = 0; }
+
+static void q_misaligned(kdn_gdn_call *x, size_t *ws, float **w) {
+    (void)ws, (void)w, x->q.data = (const char *)x->q.data + 2;
+}
+static void dst_misaligned(kdn_gdn_call *x, size_t *ws, float **w) {
+    (void)ws, (void)w, x->dst = (float *)((char *)x->dst + 2);
+}
+static void huge_stride(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->k.nb[3] = (size_t)1 << 60; }
+static void wrapped_stride(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->v.nb[2] = SIZE_MAX - 3; }
+static void dst_on_state(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->dst = (float *)x->state.data; }
+static void dst_on_v_end(kdn_gdn_call *x, size_t *ws, float **w) {
+    (void)ws, (void)w, x->dst = (float *)x->v.data + x->v.ne[0] * x->v.ne[1] * x->v.ne[2] * x->v.ne[3] - 1;
+}
+static void workspace_on_dst(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, *w = x->dst + 64; }
 
 static const struct {
     const char *what;
@@ -277,6 +292,13 @@ static const struct {
     {"K = 2^30: dst past 2^31 floats", huge_K, KDN_ERR_UNSUPPORTED_SHAPE},
     {"S = 512", big_head, KDN_ERR_UNSUPPORTED_SHAPE},
     {"n_seqs = 0", empty, KDN_ERR_UNSUPPORTED_SHAPE},
+    {"q 2 bytes off alignment", q_misaligned, KDN_ERR_ALIGNMENT},
+    {"dst 2 bytes off alignment", dst_misaligned, KDN_ERR_ALIGNMENT},
+    {"k nb[3] = 2^60", huge_stride, KDN_ERR_STRIDE},
+    {"v nb[2] = SIZE_MAX - 3 (a wrapped -4)", wrapped_stride, KDN_ERR_STRIDE},
+    {"dst = state", dst_on_state, KDN_ERR_ALIASING},
+    {"dst from v's last element", dst_on_v_end, KDN_ERR_ALIASING},
+    {"workspace inside dst", workspace_on_dst, KDN_ERR_ALIASING},
 };
 
 /* Every message distinct, and none for a status past the range but one; the
@@ -321,13 +343,13 @@ static void t_gdn_bad_calls(const Test *t, Ctx *c) {
             return;
         }
         float *workspace = dev_out(c, "workspace", ws / sizeof(float) + 1);
-        bad_calls[i].breaker(&call, &ws);
+        bad_calls[i].breaker(&call, &ws, &workspace);
         /* the queries check the call as the run does: the same status, 0 bytes, no path */
         const kdn_gdn_call *bad = bad_calls[i].breaker == null_call ? NULL : &call;
         size_t asked = 1;
         kdn_path path = KDN_PATH_AUTO;
         kdn_status q_ws = kdn_gdn_workspace_size(bad, &asked), q_path = kdn_gdn_chosen_path(bad, &path);
-        if (bad_calls[i].breaker != small_workspace &&
+        if (bad_calls[i].breaker != small_workspace && bad_calls[i].breaker != workspace_on_dst &&
             (q_ws != bad_calls[i].want || asked != 0 || q_path != bad_calls[i].want || path != KDN_PATH_AUTO))
             test_fail(c, "%s: workspace_size %d (%zu bytes), chosen_path %d", bad_calls[i].what, q_ws, asked, q_path);
         long before = kdn_launch_count();

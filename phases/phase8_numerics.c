@@ -8,7 +8,9 @@
  *                 finite): the accuracy must not depend on the cumulative
  *                 decay's magnitude.
  *   ggml_nmse_*   the library's NMSE promise (docs/tolerances.md) on
- *                 ggml's own input distribution, hundreds of draws per shape. */
+ *                 ggml's own input distribution, hundreds of draws per shape.
+ *   native_context_T262144, library_limits: the documented limits are the true ones
+ *                 (docs/api.md). */
 #include "phases.h"
 
 #include "../kernels/gated_delta_net.h"
@@ -291,6 +293,100 @@ static void t_ggml_nmse(const Test *t, Ctx *c) {
     dn_describe_note(c, &t->shape, note);
 }
 
+/* ---- the native context length -------------------------------------------- */
+/* Qwen3-Next's layer on one sequence of its native 262144 tokens (v then has
+ * 2^30 elements) through the library, chunked (AUTO) and recurrent, against
+ * each other. On the CPU build (emulation: the full shape would take hours)
+ * the heads and head size shrink to one and 16, T stays, and both paths are
+ * also judged against the double recurrence. */
+static void t_native_context(const Test *t, Ctx *c) {
+    Shape sh = t->shape;
+    const int cpu = is_cpu_backend();
+    if (cpu) sh.H_k = sh.H_v = 1, sh.D_k = sh.D_v = 16;
+    DnData d;
+    dn_generate(c, &sh, &d);
+    for (size_t i = 0; i < d.n_qk; i++) d.q[i] *= sqrtf((float)sh.D_k); /* the library scales q itself */
+    DnDevice dd;
+    dn_upload(c, &d, &dd);
+    size_t n_dst = d.n_v + d.n_state;
+    float *chunked = dev_out(c, "dst_chunked", n_dst), *recurrent = dev_out(c, "dst_recurrent", n_dst);
+    kdn_path path = KDN_PATH_AUTO;
+    kdn_gdn_call call = library_call(&d.ks, &dd, chunked, KDN_PATH_AUTO);
+    if (kdn_gdn_chosen_path(&call, &path) != KDN_OK || path != KDN_PATH_CHUNKED)
+        test_fail(c, "AUTO does not take the chunked path at T = %d", sh.T);
+    if (test_failed(c) || run_library(c, &d, &dd, chunked, KDN_PATH_AUTO) != 0 ||
+        run_library(c, &d, &dd, recurrent, KDN_PATH_RECURRENT) != 0 || dev_sync(c) != 0)
+        return;
+    float *got = host_f(c, n_dst);
+    download(c, got, recurrent, n_dst);
+    double *ref = dn_widen(c, got, n_dst);
+    if (cpu) {
+        RefGdnShape gs = {d.rs, 0, 1, 1.0 / sqrt((double)sh.D_v)};
+        RefInputs in = dn_ref_inputs(&d);
+        ref_gdn(&gs, &in, ref, ref + d.n_v);
+        expect_close_host(c, "recurrent o", got, ref, (int)(d.n_v / sh.D_v), sh.D_v, t->tol);
+        expect_close_host(c, "recurrent state", got + d.n_v, ref + d.n_v, (int)(d.n_state / sh.D_k), sh.D_k, t->tol);
+    }
+    download(c, got, chunked, n_dst);
+    expect_close_host(c, cpu ? "chunked o" : "chunked o (reference: recurrent path)", got, ref,
+                      (int)(d.n_v / sh.D_v), sh.D_v, t->tol);
+    expect_close_host(c, cpu ? "chunked state" : "chunked state (reference: recurrent path)", got + d.n_v,
+                      ref + d.n_v, (int)(d.n_state / sh.D_k), sh.D_k, t->tol);
+    dn_describe_note(c, &sh, cpu ? " CPU: heads and head size reduced, both paths vs the recurrence"
+                                 : " chunked vs the recurrent path");
+}
+
+/* ---- the limits, by status only --------------------------------------------- */
+/* Shapes at each documented limit, just inside and just past it, checked by
+ * the workspace query alone (it reads no data): placeholder addresses, each
+ * tensor 2^40 bytes from the next, so that none overlaps another. */
+typedef struct {
+    const char *what;
+    int64_t S, H_k, H_v, T, B;
+    int K;
+    kdn_status want;
+} LimitCase;
+
+static const LimitCase limit_cases[] = {
+    {"Qwen3-Next, one sequence of 262144 tokens (v: 2^30 elements)", 128, 16, 32, 262144, 1, 1, KDN_OK},
+    {"v of 2^31 - 1 elements", 1, 1, 1, 2147483647, 1, 1, KDN_OK},
+    {"v of 2^31 elements", 2, 1, 1, 1073741824, 1, 1, KDN_ERR_UNSUPPORTED_SHAPE},
+    {"dst of 2^33 - 128 elements", 128, 1, 1, 8388608, 1, 458751, KDN_OK},
+    {"dst of 2^33 elements", 128, 1, 1, 8388608, 1, 458752, KDN_ERR_UNSUPPORTED_SHAPE},
+};
+
+static kdn_gdn_call placeholder_call(const LimitCase *l) {
+    const uintptr_t apart = (uintptr_t)1 << 40;
+    kdn_gdn_call call;
+    memset(&call, 0, sizeof call);
+    call.q = contiguous((void *)(1 * apart), l->S, l->H_k, l->T, l->B);
+    call.k = contiguous((void *)(2 * apart), l->S, l->H_k, l->T, l->B);
+    call.v = contiguous((void *)(3 * apart), l->S, l->H_v, l->T, l->B);
+    call.g = contiguous((void *)(4 * apart), 1, l->H_v, l->T, l->B);
+    call.beta = contiguous((void *)(5 * apart), 1, l->H_v, l->T, l->B);
+    call.state = contiguous((void *)(6 * apart), l->S, l->S, l->H_v, l->B);
+    call.dst = (float *)(7 * apart);
+    call.K = l->K;
+    return call;
+}
+
+static void t_limits(const Test *t, Ctx *c) {
+    enum { N = sizeof limit_cases / sizeof limit_cases[0] };
+    float got[N];
+    double want[N];
+    for (int i = 0; i < N; i++) {
+        kdn_gdn_call call = placeholder_call(&limit_cases[i]);
+        size_t ws = 0;
+        kdn_status st = kdn_gdn_workspace_size(&call, &ws);
+        got[i] = (float)st, want[i] = limit_cases[i].want;
+        if (st != limit_cases[i].want)
+            test_fail(c, "%s: status %d (%s), want %d (%s)", limit_cases[i].what, st, kdn_status_message(st),
+                      limit_cases[i].want, kdn_status_message(limit_cases[i].want));
+    }
+    expect_close_host(c, "statuses", got, want, N, 1, t->tol);
+    set_shape_desc(c, "%d shapes at the limits of docs/api.md, by kdn_gdn_workspace_size", (int)N);
+}
+
 /* ---- rows -------------------------------------------------------------------- */
 #define LAYER(Dk, Dv, Hk, Hv, T_, B_, C_) \
     .D_k = Dk, .D_v = Dv, .H_k = Hk, .H_v = Hv, .T = T_, .n_seqs = B_, .chunk = C_, .state = 1
@@ -312,7 +408,10 @@ static const Test tests[] = {
     GGML("ggml_nmse_T64", 64, 1, 1, 64, 64, KDN_PATH_CHUNKED),
     GGML("ggml_nmse_T100_c32", 32, 1, 2, 100, 32, KDN_PATH_CHUNKED),
     GGML("ggml_nmse_recurrent", 64, 1, 1, 64, 64, KDN_PATH_RECURRENT),
+    {8, "library_limits", "library", TOL_EXACT, {LAYER(16, 16, 1, 1, 1, 1, 64)}, t_limits},
+    {8, "native_context_T262144", "library", TOL_CHUNK, {LAYER(128, 128, 16, 32, 262144, 1, 64)}, t_native_context},
 };
 
-/* fixed shapes, --set does not reshape them: no least_work hook */
+/* fixed shapes, --set does not reshape them: no least_work hook (native_context_T262144's
+ * GPU shape, about 30 GB of device memory, runs with --max-mem raised) */
 const TestList phase8_numerics_tests = {tests, sizeof tests / sizeof tests[0], NULL};
