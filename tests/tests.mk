@@ -22,7 +22,9 @@
 #   schedules (races the ascending order hides), the executor's unit tests,
 #   the threaded library test and the product kernels on the race detector's
 #   build (build/cpu-race: every LDS access checked), the quick subset of the
-#   planted faults (tests/mutate.sh; make mutate runs them all), every
+#   planted faults (tests/mutate.sh; make mutate runs them all), the
+#   library's argument checks under libFuzzer, a short run from a fixed seed
+#   (tests/fuzz_gdn_args.c; make fuzz runs long), every
 #   line of kernels/ and phases/kernels/ run (make coverage-quick, tests/coverage.mk),
 #   make install + a C caller built with pkg-config (tests/test_install.sh),
 #   libkdn.a's exported symbols: the public API only (tests/test_symbols.sh),
@@ -57,6 +59,42 @@ $(BUILD)/test_failing: $(BUILD)/tests/failing_phase.o $(FAILING_OBJ)
 include tests/reference.mk
 include tests/report.mk
 include tests/coverage.mk
+
+# libFuzzer over kdn_gated_delta_net's argument checks (tests/fuzz_gdn_args.c,
+# docs/ci.md): the target and the entry point's checks (kernels/gated_delta_net.c)
+# built by clang with libFuzzer's coverage and UBSan, the kernels and their
+# executor the CPU build's objects. make test runs fuzz-quick (FUZZ_RUNS inputs
+# from a fixed seed); make fuzz runs for FUZZ_SECONDS with a corpus kept in
+# build/fuzz/corpus. Skipped, with a line saying so, where clang is missing.
+FUZZ_CC      ?= $(firstword $(foreach c,clang-15 clang,$(if $(shell command -v $(c) 2>/dev/null),$(c))))
+FUZZ_CFLAGS  := -std=c11 -O1 -g $(WARN) -Werror -fsanitize=fuzzer-no-link,undefined -fno-sanitize-recover=undefined
+FUZZ_RUNS    ?= 2000
+FUZZ_SECONDS ?= 600
+FUZZ_OPTS    := -len_control=0 -max_len=64 -timeout=20 -artifact_prefix=build/fuzz/
+FUZZ_OBJ     := build/fuzz/tests/fuzz_gdn_args.o build/fuzz/kernels/gated_delta_net.o \
+                $(filter-out $(BUILD)/kernels/gated_delta_net.o,$(KERNEL_OBJ))
+
+build/fuzz/%.o: %.c
+	@mkdir -p $(dir $@)
+	@echo "  FUZZ  $<"
+	@$(FUZZ_CC) $(FUZZ_CFLAGS) $(DEPFLAGS) -c $< -o $@
+include $(wildcard build/fuzz/*/*.d)
+
+build/fuzz/fuzz_gdn_args: $(FUZZ_OBJ)
+	@echo "  LINK  $@"
+	@$(FUZZ_CC) -fsanitize=fuzzer,undefined $^ -o $@ -lstdc++ -lm -lpthread
+
+.PHONY: fuzz fuzz-quick
+fuzz-quick:
+	@if [ -z "$(FUZZ_CC)" ]; then echo "clang not found: the argument fuzzer skipped"; exit 0; fi; \
+	 $(MAKE) --no-print-directory BACKEND=cpu build/fuzz/fuzz_gdn_args && \
+	 build/fuzz/fuzz_gdn_args -seed=1 -runs=$(FUZZ_RUNS) $(FUZZ_OPTS) > build/fuzz/quick.log 2>&1 || \
+	 { tail -n 40 build/fuzz/quick.log; exit 1; }; \
+	 echo "fuzz: $(FUZZ_RUNS) calls of the argument checks, the contract held ($$(grep -o 'cov: [0-9]*' build/fuzz/quick.log | tail -n 1))"
+fuzz:
+	@$(MAKE) --no-print-directory BACKEND=cpu build/fuzz/fuzz_gdn_args
+	@mkdir -p build/fuzz/corpus
+	@build/fuzz/fuzz_gdn_args -max_total_time=$(FUZZ_SECONDS) $(FUZZ_OPTS) build/fuzz/corpus
 
 .PHONY: test-asan test-gfx906 test-schedules test-race mutate history-check check
 # make check: the developer's loop, CPU only, no toolchain beyond gcc and
@@ -163,6 +201,7 @@ test:
 	@$(MAKE) --no-print-directory BACKEND=cpu test-race
 	@sh tests/mutate.sh --check
 	@sh tests/mutate.sh
+	@$(MAKE) --no-print-directory fuzz-quick
 	@$(MAKE) --no-print-directory coverage-quick
 	@build/cpu/test_deltanet --log build/cpu/ladder.tsv > build/cpu/ladder.out 2> build/cpu/ladder.err; rc=$$?; \
 	 build/cpu/test_deltanet --compare results/baseline-cpu.tsv build/cpu/ladder.tsv > build/cpu/baseline.out 2>&1; \
