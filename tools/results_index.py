@@ -37,7 +37,7 @@ H100 logs' `# commit` headers were set by hand to it.
 
 The H100 is a development proxy for the MI50: right for correctness and for
 relative speed, not a measure of gfx906 speed; `gfx906-*` files are a
-model's output, not measurements. Timestamped logs written with `--log
+simulator's output, not measurements. Timestamped logs written with `--log
 results/` are ignored by git.
 
 | file | what | command | commit |

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""The MI50 figures docs/performance.md shows, from results/gfx906-sim.tsv (every one a simulation):
+per goal shape the library's call (its automatic path) against its floor and the slowest launch's
+binding resource, then the recurrent and two-launch paths side by side at B = 1 (the crossover).
+
+  tools/gfx906_figures.py [TOOLCHAIN]     (default rocm6.4: the objects MI50 users build)
+"""
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gfx906_sim import HEADS, SIM_TABLE, read_tsv  # noqa: E402
+
+GOALS = [  # (T, B, H_v, gate, the goal as a multiple of the floor, or None: reported only)
+    (1, 1, 32, "scalar", 1.2), (1, 128, 32, "scalar", 1.1), (64, 1, 32, "scalar", None), (512, 1, 32, "scalar", 1.5),
+    (4096, 1, 32, "scalar", 1.5), (4096, 4, 32, "scalar", 1.3), (16384, 1, 32, "scalar", 1.3),
+    (64, 1, 32, "key", None), (512, 1, 32, "key", None), (512, 1, 16, "scalar", 1.5), (4096, 1, 16, "scalar", 1.5),
+    (512, 1, 8, "scalar", 1.5), (4096, 1, 8, "scalar", 1.5)]
+
+
+def figures(toolchain):
+    """Markdown: per goal shape the library's call (auto) against its floor, the slowest launch's
+    binding resource; then recurrent against two-launch at B = 1 (the crossover)."""
+    rows = [r for r in read_tsv(SIM_TABLE) if r["toolchain"] == toolchain]
+    at = {(r["path"], r["kernel"], int(r["T"]), int(r["B"]), int(r["H_v"]), r["gate"]): r for r in rows}
+    out = ["| call (T, B, H_v, gate) | path | simulated µs | floor µs | x floor | goal | slowest launch: binding |",
+           "|---|---|---:|---:|---:|---:|---|"]
+    for T, B, heads, gate, goal in GOALS:
+        total = at.get(("auto", "total", T, B, heads, gate))
+        if total is None:
+            continue
+        launches = [r for r in rows if (r["path"], int(r["T"]), int(r["B"]), int(r["H_v"]), r["gate"]) ==
+                    ("auto", T, B, heads, gate) and r["kernel"] != "total"]
+        slow = max(launches, key=lambda r: float(r["simulated_us"]))
+        path = "recurrent" if all("recurrent" in r["kernel"] for r in launches) else "two-launch"
+        us, fl = float(total["simulated_us"]), float(total["floor_us"])
+        out.append("| %d, %d, %d, %s | %s | %.1f | %.1f | %.2f | %s | %s: %s |" % (
+            T, B, heads, gate, path, us, fl, us / fl, "<= %.1f" % goal if goal else "-",
+            slow["kernel"].split("<")[0], slow["binding"]))
+    out += ["", "| T (B = 1) | recurrent µs | two-launch µs | faster |", "|---:|---:|---:|---|"]
+    for T in sorted({int(r["T"]) for r in rows if r["B"] == "1" and r["H_v"] == "32" and r["gate"] == "scalar"}):
+        rec = at.get(("recurrent", "total", T, 1, HEADS, "scalar"))
+        two = at.get(("two-launch", "total", T, 1, HEADS, "scalar"))
+        if rec and two:
+            a, b = float(rec["simulated_us"]), float(two["simulated_us"])
+            out.append("| %d | %.1f | %.1f | %s |" % (T, a, b, "recurrent" if a <= b else "two-launch"))
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    print(figures(sys.argv[1] if len(sys.argv) > 1 else "rocm6.4"))
