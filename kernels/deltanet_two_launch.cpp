@@ -549,10 +549,10 @@ __device__ __forceinline__ void intra_wy(IntraLds<C> &L, const float *src, size_
 
 template <int C, bool kVec, bool kF16Dot>
 __global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(
-    const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ v,
-    const float *__restrict__ g, const float *__restrict__ beta, float *__restrict__ gamma, float *__restrict__ to_end,
-    float *__restrict__ Tinv, float *__restrict__ U, float *__restrict__ W, float *__restrict__ P, int T, int H_k,
-    int H_v, int D_k, int D_v, int head_map) {
+    const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ v, long v_head, long v_token,
+    long v_seq, const float *__restrict__ g, const float *__restrict__ beta, float *__restrict__ gamma,
+    float *__restrict__ to_end, float *__restrict__ Tinv, float *__restrict__ U, float *__restrict__ W,
+    float *__restrict__ P, int T, int H_k, int H_v, int D_k, int D_v, int head_map) {
     KDN_DYNAMIC_SHARED(double, lds_raw);
     IntraLds<C> &L = *(IntraLds<C> *)lds_raw;
     const int tid = (int)threadIdx.x;
@@ -561,7 +561,7 @@ __global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(
     const int t0 = c * C, n = T - t0 < C ? T - t0 : C; // mutate: intra_tail
     const size_t tok0 = (size_t)seq * T + t0;
     const size_t ci = ((size_t)seq * H_v + h) * gridDim.x + c;
-    const size_t qk_stride = (size_t)H_k * D_k, v_stride = (size_t)H_v * D_v;
+    const size_t qk_stride = (size_t)H_k * D_k;
     const float *qc = q + (tok0 * H_k + hk) * D_k, *kc = k + (tok0 * H_k + hk) * D_k;
 
     if (tid < C) {
@@ -586,7 +586,8 @@ __global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(
     intra_put_tinv<C>(L, n, Tinv + ci * C * C);
     intra_to_end<C>(L, n, to_end + ci * C);
     __syncthreads();
-    intra_wy<C, kVec>(L, v + (tok0 * H_v + h) * D_v, v_stride, nullptr, n, D_v, U + ci * C * D_v);
+    const float *vc = v + seq * v_seq + t0 * v_token + h * v_head; // mutate: v_view
+    intra_wy<C, kVec>(L, vc, v_token, nullptr, n, D_v, U + ci * C * D_v);
     intra_wy<C, kVec>(L, kc, qk_stride, L.egamma, n, D_k, W + ci * C * D_k);
 }
 
@@ -811,51 +812,55 @@ static bool vector_ok(const KdnShape *s, const void *const *ptrs, int count) {
 }
 
 template <int C, bool kVec, bool kF16Dot>
-static void launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                         const float *beta, float *gamma, float *to_end, float *Tinv, float *U, float *W, float *P) {
+static void launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const long v_st[3],
+                         const float *g, const float *beta, float *gamma, float *to_end, float *Tinv, float *U,
+                         float *W, float *P) {
     static_assert(sizeof(IntraLds<C>) <= 64 * 1024, "gfx906 has 64 KB of LDS per workgroup");
     dim3 grid((unsigned)KDN_CEIL_DIV(s->T, C), (unsigned)s->H_v, (unsigned)s->n_seqs);
     KDN_ALLOW_LDS((kernel_two_launch_intra<C, kVec, kF16Dot>), sizeof(IntraLds<C>));
-    KDN_LAUNCH((kernel_two_launch_intra<C, kVec, kF16Dot>), grid, dim3(kIntraThreads), sizeof(IntraLds<C>), q, k, v, g,
-               beta, gamma, to_end, Tinv, U, W, P, s->T, s->H_k, s->H_v, s->D_k, s->D_v, s->head_map);
+    KDN_LAUNCH((kernel_two_launch_intra<C, kVec, kF16Dot>), grid, dim3(kIntraThreads), sizeof(IntraLds<C>), q, k, v,
+               v_st[0], v_st[1], v_st[2], g, beta, gamma, to_end, Tinv, U, W, P, s->T, s->H_k, s->H_v, s->D_k, s->D_v,
+               s->head_map);
 }
 
 template <int C, bool kF16Dot>
-static void launch_intra_c(const KdnShape *s, bool vec, const float *q, const float *k, const float *v, const float *g,
-                           const float *beta, float *gamma, float *to_end, float *Tinv, float *U, float *W, float *P) {
+static void launch_intra_c(const KdnShape *s, bool vec, const float *q, const float *k, const float *v,
+                           const long v_st[3], const float *g, const float *beta, float *gamma, float *to_end,
+                           float *Tinv, float *U, float *W, float *P) {
     if (vec)
-        launch_intra<C, true, kF16Dot>(s, q, k, v, g, beta, gamma, to_end, Tinv, U, W, P);
+        launch_intra<C, true, kF16Dot>(s, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
     else
-        launch_intra<C, false, kF16Dot>(s, q, k, v, g, beta, gamma, to_end, Tinv, U, W, P);
+        launch_intra<C, false, kF16Dot>(s, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
 }
 
 template <bool kF16Dot>
-static void two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                             const float *beta, float *gamma, float *to_end, float *Tinv, float *U, float *W,
+static void two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const long v_st[3],
+                             const float *g, const float *beta, float *gamma, float *to_end, float *Tinv, float *U,
+                             float *W,
                              float *P) {
     const char *why = unsupported(s);
     const void *ptrs[] = {q, k, v, U, W, P};
-    const bool vec = vector_ok(s, ptrs, 6);
+    const bool vec = vector_ok(s, ptrs, 6) && v_st[0] % 4 == 0 && v_st[1] % 4 == 0 && v_st[2] % 4 == 0;
     if (why)
         kdn_launch_refused("kernel_two_launch_intra", why);
     else if (s->T == 0)
         return; // no chunk
     else if (s->chunk == 32)
-        launch_intra_c<32, kF16Dot>(s, vec, q, k, v, g, beta, gamma, to_end, Tinv, U, W, P);
+        launch_intra_c<32, kF16Dot>(s, vec, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
     else
-        launch_intra_c<64, kF16Dot>(s, vec, q, k, v, g, beta, gamma, to_end, Tinv, U, W, P);
+        launch_intra_c<64, kF16Dot>(s, vec, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
 }
 
-extern "C" void kdn_two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                                     const float *beta, float *gamma, float *to_end, float *Tinv, float *U, float *W,
-                                     float *P) {
-    two_launch_intra<false>(s, q, k, v, g, beta, gamma, to_end, Tinv, U, W, P);
+extern "C" void kdn_two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v,
+                                     const long v_st[3], const float *g, const float *beta, float *gamma,
+                                     float *to_end, float *Tinv, float *U, float *W, float *P) {
+    two_launch_intra<false>(s, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
 }
 
 extern "C" void kdn_two_launch_intra_f16dot(const KdnShape *s, const float *q, const float *k, const float *v,
-                                            const float *g, const float *beta, float *gamma, float *to_end, float *Tinv,
-                                            float *U, float *W, float *P) {
-    two_launch_intra<true>(s, q, k, v, g, beta, gamma, to_end, Tinv, U, W, P);
+                                            const long v_st[3], const float *g, const float *beta, float *gamma,
+                                            float *to_end, float *Tinv, float *U, float *W, float *P) {
+    two_launch_intra<true>(s, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
 }
 
 template <int C, bool kVec>

@@ -165,14 +165,14 @@ void kdn_layer_run(const KdnLayerCall *c, kdn_path path, const KdnChunkBuffers *
         return;
     }
     const KdnShape *s = &c->s;
-    kdn_two_launch_intra(s, c->q, c->k, c->v, c->g, c->beta, b->gamma, b->to_end, b->Tinv, b->U, b->W, b->P);
+    kdn_two_launch_intra(s, c->q, c->k, c->v, c->v_st, c->g, c->beta, b->gamma, b->to_end, b->Tinv, b->U, b->W, b->P);
     kdn_two_launch_state(s, 0, CEIL_DIV(s->T, s->chunk), c->q, c->k, b->gamma, b->to_end, b->U, b->W, b->P,
                          c->state_in, c->snapshots, c->o, c->q_scale);
 }
 
 void kdn_deltanet_two_launch_f16dot(const KdnLayerCall *c, const KdnChunkBuffers *b) {
     const KdnShape *s = &c->s;
-    kdn_two_launch_intra_f16dot(s, c->q, c->k, c->v, c->g, c->beta, b->gamma, b->to_end, b->Tinv, b->U, b->W, b->P);
+    kdn_two_launch_intra_f16dot(s, c->q, c->k, c->v, c->v_st, c->g, c->beta, b->gamma, b->to_end, b->Tinv, b->U, b->W, b->P);
     kdn_two_launch_state(s, 0, CEIL_DIV(s->T, s->chunk), c->q, c->k, b->gamma, b->to_end, b->U, b->W, b->P,
                          c->state_in, c->snapshots, c->o, c->q_scale);
 }
@@ -183,13 +183,14 @@ void kdn_deltanet_two_launch_f16dot(const KdnLayerCall *c, const KdnChunkBuffers
 enum { kDefaultChunk = 64 };
 enum { N_INPUTS = 6, N_VIEWS = 5 }; /* q k v g beta state; the first five may be views */
 static const int64_t kMaxDstElements = (int64_t)1 << 33;
+enum { VIEW_V = 2 };
 
 /* A checked call: the layer call (views' strides, scale, K, outputs in dst),
- * which inputs are already contiguous, and the route. */
+ * which inputs the chunked kernels read in place, and the route. */
 typedef struct {
     KdnLayerCall call;
     kdn_path path;
-    int contiguous[N_VIEWS];
+    int in_place[N_VIEWS];
     int chunked;
 } Plan;
 
@@ -332,7 +333,7 @@ static kdn_status plan_call(const kdn_gdn_call *c, Plan *p) {
         const kdn_tensor *t = inputs(c, i);
         *view_data(l, i) = t->data;
         for (int d = 0; d < 3; d++) view_strides(l, i)[d] = (long)(t->nb[d + 1] / sizeof(float));
-        p->contiguous[i] = is_contiguous(t);
+        p->in_place[i] = i == VIEW_V || is_contiguous(t); /* v: any view (kdn.h) */
     }
     l->state_in = c->state.data;
     l->q_scale = (float)(1.0 / sqrt((double)s->D_v)); /* ggml's scale of q, applied to o */
@@ -346,15 +347,15 @@ static kdn_status plan_call(const kdn_gdn_call *c, Plan *p) {
 }
 
 /* ---- workspace ----------------------------------------------------------- */
-/* The chunked path's workspace: a contiguous copy of each input that is a
- * view (the chunked kernels read the contiguous ggml layout), then the
- * per-chunk buffers. Floats per input, 64-aligned; 0: read in place. */
+/* The chunked path's workspace: a contiguous copy of each view the chunked
+ * kernels do not read in place (q, k, g, beta; llama.cpp's are contiguous),
+ * then the per-chunk buffers. Floats per input, 64-aligned; 0: read in place. */
 static size_t staged_floats(const Plan *p, int i) {
     const KdnShape *s = &p->call.s;
     size_t tok = (size_t)s->T * s->n_seqs;
     size_t width[N_VIEWS] = {(size_t)s->H_k * s->D_k, (size_t)s->H_k * s->D_k, (size_t)s->H_v * s->D_v,
                              (size_t)s->H_v, (size_t)s->H_v};
-    return p->contiguous[i] ? 0 : aligned_floats(tok * width[i]);
+    return p->in_place[i] ? 0 : aligned_floats(tok * width[i]);
 }
 
 static size_t workspace_bytes(const Plan *p) {

@@ -44,7 +44,8 @@ static inline int kdn_takes_chunk(const KdnLimits *l, int C) {
  * [D_v, H_v, T, n_seqs]; snapshot slot s (slots D_k*D_v*H_v*n_seqs floats
  * apart) receives the state after token T-1-s for s < min(K, T) (T = 0: slot
  * 0 gets state_in). The recurrent kernel takes every such call; the chunked
- * kernels contiguous inputs, the scalar gate and K = 1 (kdn_layer_run). */
+ * kernels contiguous q, k, g and beta (v any view), the scalar gate and K = 1
+ * (kdn_layer_run). */
 typedef struct {
     KdnShape s; /* chunk: the chunked path's C */
     const float *q, *k, *v, *g, *beta, *state_in;
@@ -67,7 +68,10 @@ void kdn_deltanet_recurrent(const KdnShape *s, const float *q, const float *k, c
  * and strides st[0..2] (floats) for dims 1..3. */
 void kdn_gather_strided(const float *src, const long ne[4], const long st[3], float *dst);
 
-/* Two-launch form. n_chunks = ceil(T / C); chunk index
+/* Two-launch form. q, k, g and beta contiguous [., H, T, n_seqs]; v any view
+ * with contiguous rows, v_st its head, token and sequence strides in floats
+ * (llama.cpp's v is a slice of the convolution's output: read in place).
+ * n_chunks = ceil(T / C); chunk index
  * ci = (seq * H_v + h) * n_chunks + c. Per chunk, the intra-chunk quantities
  * (reference/deltanet.h's RefChunk, row-major, token rows; rows past the
  * chunk's length n are zero):
@@ -77,17 +81,18 @@ void kdn_gather_strided(const float *src, const long ne[4], const long st[3], fl
  * (to_end is taken from gamma in double inside the kernel: the state pass
  * would lose u |gamma| of each exponent taking it from the float gamma)
  * 1) every chunk of every head and sequence in parallel, one launch: */
-void kdn_two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                          const float *beta, float *gamma, float *to_end, float *Tinv, float *U, float *W, float *P);
+void kdn_two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const long v_st[3],
+                          const float *g, const float *beta, float *gamma, float *to_end, float *Tinv, float *U,
+                          float *W, float *P);
 /* 1') the opt-in packed-fp16 variant of 1): the products K K^T (in A) and
  * Q K^T (in P) from q and k rounded to fp16, gfx906's v_dot2_f32_f16 (two
  * fp16 products, fp32 accumulation; emulated on CUDA and the CPU), the rest
  * fp32. Not the library's path: its error is that of fp16 inputs, 2^-11
  * relative (docs/tolerances.md, "Packed fp16 products"), for a modelled
  * gain docs/performance.md gives. */
-void kdn_two_launch_intra_f16dot(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                                 const float *beta, float *gamma, float *to_end, float *Tinv, float *U, float *W,
-                                 float *P);
+void kdn_two_launch_intra_f16dot(const KdnShape *s, const float *q, const float *k, const float *v,
+                                 const long v_st[3], const float *g, const float *beta, float *gamma, float *to_end,
+                                 float *Tinv, float *U, float *W, float *P);
 /* 2) chunks c0 <= c < c1 of every head and sequence, one launch: the outputs
  * of those chunks' tokens (times q_scale) and the state carried through
  * them. state_in (ggml layout) is the state at chunk c0's start; state_out
@@ -114,8 +119,8 @@ void kdn_chunk_buffers_carve(void *workspace, const KdnShape *s, KdnChunkBuffers
  * recurrent kernel). */
 int kdn_layer_chunked(const KdnLayerCall *c, kdn_path path);
 /* Enqueues the layer: the recurrent kernel, or the two chunked launches
- * (kdn_two_launch_intra, kdn_two_launch_state over all chunks) on contiguous
- * inputs with the per-chunk buffers b (unused on the recurrent path). */
+ * (kdn_two_launch_intra, kdn_two_launch_state over all chunks) on inputs
+ * they read in place, with the per-chunk buffers b (unused on the recurrent path). */
 void kdn_layer_run(const KdnLayerCall *c, kdn_path path, const KdnChunkBuffers *b);
 /* The two chunked launches with 1') for 1): the opt-in packed-fp16 layer
  * (tests only, not a path of the library). */

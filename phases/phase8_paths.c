@@ -228,15 +228,8 @@ typedef struct {
 
 static void call_entry(Entry e, const Call *x, const Inputs *in, const Outputs *w) {
     const KdnShape *s = &x->s;
-    KdnLayerCall r;
-    memset(&r, 0, sizeof r);
-    r.s = *s, r.q = in->q, r.k = in->k, r.v = in->v, r.g = in->g, r.beta = in->beta, r.state_in = in->state;
-    long qk[3] = {s->D_k, (long)s->D_k * s->H_k, (long)s->D_k * s->H_k * s->T};
-    long vs[3] = {s->D_v, (long)s->D_v * s->H_v, (long)s->D_v * s->H_v * s->T};
-    long gb[3] = {1, s->H_v, (long)s->H_v * s->T};
-    memcpy(r.q_st, qk, sizeof qk), memcpy(r.k_st, qk, sizeof qk), memcpy(r.v_st, vs, sizeof vs);
-    memcpy(r.g_st, gb, sizeof gb), memcpy(r.beta_st, gb, sizeof gb);
-    r.q_scale = 1.0f, r.K = x->K, r.o = w->o, r.snapshots = w->state_out;
+    KdnLayerCall r = kdn_layer_contiguous(s, in->q, in->k, in->v, in->g, in->beta, in->state, w->o, w->state_out);
+    r.K = x->K;
     long ne[4] = {x->ne0, 1, 1, 1}, st[3] = {x->ne0, x->ne0, x->ne0};
     switch (e) {
     case ENTRY_RECURRENT: kdn_deltanet_recurrent(s, in->q, in->k, in->v, in->g, in->beta, in->state, w->o, w->state_out); break;
@@ -244,7 +237,7 @@ static void call_entry(Entry e, const Call *x, const Inputs *in, const Outputs *
     case ENTRY_RECURRENT_NO_SHAPE: kdn_deltanet_recurrent(NULL, in->q, in->k, in->v, in->g, in->beta, in->state, w->o, w->state_out); break;
     case ENTRY_RECURRENT_NO_CALL: kdn_deltanet_recurrent_call(NULL); break;
     case ENTRY_INTRA:
-        kdn_two_launch_intra(s, in->q, in->k, in->v, in->g, in->beta, w->gamma, w->to_end, w->Tinv, w->U, w->W, w->P);
+        kdn_two_launch_intra(s, in->q, in->k, in->v, r.v_st, in->g, in->beta, w->gamma, w->to_end, w->Tinv, w->U, w->W, w->P);
         break;
     case ENTRY_STATE:
         kdn_two_launch_state(s, x->c0, x->c1, in->q, in->k, w->gamma, w->to_end, w->U, w->W, w->P, in->state,

@@ -72,6 +72,8 @@ fault head_map_swapped kernels/heads.h head_map 's/head_map == 0 \? h % H_k/head
 # a chunk's tail one token short
 fault one_launch_tail $O one_launch_tail 's/const int n = T - t0 < C \? T - t0 : C;/const int n = T - t0 < C ? T - t0 - 1 : C;/' "$ONE_LAUNCH" quick
 fault intra_tail $W intra_tail 's/n = T - t0 < C \? T - t0 : C;/n = T - t0 < C ? T - t0 - 1 : C;/' "$TWO"
+# v read in place as a view: the head stride taken as in a contiguous v (right only for those)
+fault v_view_head_stride $W v_view 's/h \* v_head;/h * (v_head - v_head + D_v);/' 'gdn_*perm*'
 
 # every barrier of the product kernels and the unfused pipeline's, removed;
 # the fault's marker is the barrier's ordinal in its file (barriers are found,

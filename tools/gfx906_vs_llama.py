@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""llama.cpp's own kernel for GGML_OP_GATED_DELTA_NET and libkdn's call, simulated on gfx906 the same way.
+
+usage: tools/gfx906_vs_llama.py GGML_DIR [TOOLCHAIN CO_DIR]      (make isa-vs-llama GGML=DIR [TOOLCHAIN=rocm6])
+
+GGML_DIR is a ggml checkout or a llama.cpp one (its ggml/ is used). Its src/ggml-cuda/gated_delta_net.cu is
+compiled for gfx906 as ggml's HIP build compiles it (GGML_USE_HIP, -O3, the tree's own headers; device code
+only, into build/): the code object llama.cpp's HIP backend runs on an MI50. Nothing of the checkout is kept.
+Both sides go through tools/gfx906_sim.py with the same rules: ggml's kernel launched as its launcher launches
+it (a workgroup of 4 wave64 rows per 4 state columns of one head, every token in one launch), libkdn as
+kdn_gated_delta_net launches it on its automatic path (tools/gfx906_launches.cpp records the launches).
+TOOLCHAIN CO_DIR: the label and the directory of the product's code objects (default: the local hipcc's and
+build/isa; `make isa-vs-llama TOOLCHAIN=rocm6` gives rocm6.4 and build/isa-rocm6, what MI50 users build).
+
+Writes results/gfx906-vs-llama.tsv (this toolchain's rows): shape, ours_us, llama_us, ratio = llama_us /
+ours_us (> 1: libkdn faster). Every figure is a simulation, not a measurement.
+"""
+import os
+import struct
+import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import gfx906_isa as isa  # noqa: E402
+import gfx906_sim as sim  # noqa: E402
+
+# The issue's shapes (T tokens per sequence, B sequences) at Qwen3-Next's layer: decode, then prompts.
+SHAPES = [(1, 1), (1, 4), (64, 1), (512, 1), (4096, 1)]
+H_V, H_K, S = 32, 16, 128
+TABLE = os.path.join(isa.ROOT, "results/gfx906-vs-llama.tsv")
+# ggml's kernel for the call llama.cpp makes: S_v = 128, scalar gate, final state only (K = 1).
+LLAMA_KERNEL = "gated_delta_net_cuda<128, false, false>"
+LLAMA_WARPS = 4  # rows of 64 lanes per workgroup, one state column each (ggml's launcher)
+
+
+def ggml_src(ggml_dir):
+    """(the kernel's .cu, ggml's src and include directories) of a ggml or llama.cpp checkout."""
+    root = os.path.join(ggml_dir, "ggml") if os.path.isdir(os.path.join(ggml_dir, "ggml", "src")) else ggml_dir
+    cu = os.path.join(root, "src", "ggml-cuda", "gated_delta_net.cu")
+    if not os.path.exists(cu):
+        sys.exit("gfx906_vs_llama: no src/ggml-cuda/gated_delta_net.cu under %s" % ggml_dir)
+    return cu, os.path.join(root, "src"), os.path.join(root, "include")
+
+
+def build_llama(ggml_dir, outdir):
+    """ggml's kernel file as a gfx906 code object, with the defines and flags of ggml's HIP build."""
+    cu, src, inc = ggml_src(os.path.abspath(ggml_dir))
+    co = os.path.join(outdir, "ggml_gated_delta_net.co")
+    cmd = [isa.tool("HIPCC", "hipcc"), "-x", "hip", "--offload-arch=" + isa.TARGET, "-O3", "-DNDEBUG",
+           "-std=gnu++17", "-DGGML_USE_HIP", "-D__HIP_PLATFORM_AMD__=1", "-I" + src, "-I" + inc,
+           "--cuda-device-only", "--no-gpu-bundle-output", "-c", cu, "-o", co]
+    if subprocess.run(cmd).returncode:
+        sys.exit("gfx906_vs_llama: %s does not build for %s with %s" % (cu, isa.TARGET, cmd[0]))
+    return co
+
+
+def fastdiv_magic(d):
+    """The (multiplier, shift, divisor) triple of division by d with a 32-bit multiply-high and a
+    shift (Granlund-Montgomery): shift = ceil(log2 d), multiplier = 2^32 (2^shift - d) / d + 1."""
+    shift = (d - 1).bit_length()
+    return ((1 << 32) * ((1 << shift) - d) // d + 1) & 0xffffffff, shift, d
+
+
+def llama_args(code, T, B):
+    """The kernel-argument segment of ggml's launch for contiguous q, k [S, H_K, T, B], v [S, H_V, T, B],
+    g and beta [1, H_V, T, B] (strides in floats, as ggml passes them), placed at the offsets the code
+    object's metadata gives: 8 pointers, 12 int64 (H, T, n_seqs, q/k, v, g/beta strides of dims 1-3),
+    two fast-division triples (key head h % H_K, sequence / 1), the scale, the snapshot stride, K."""
+    args = [a for a in code.meta["args"] if not a["value_kind"].startswith("hidden_")]
+    seg = bytearray(code.meta["kernarg_size"])
+    ptrs = [(i + 1) << 40 for i in range(8)]
+    ints = [H_V, T, B, S, S * H_K, S * H_K * T, S, S * H_V, S * H_V * T, 1, H_V, H_V * T]
+    vals = ([("<Q", p) for p in ptrs] + [("<q", v) for v in ints] + [("<III", fastdiv_magic(H_K)),
+            ("<III", fastdiv_magic(1)), ("<f", S ** -0.5), ("<q", S * S * H_V * B), ("<i", 1)])
+    if [a["size"] for a in args] != [struct.calcsize(f) for f, _ in vals]:
+        sys.exit("gfx906_vs_llama: %s's arguments are not the ones this tool knows (%s)" % (
+            LLAMA_KERNEL, [a["size"] for a in args]))
+    for a, (fmt, v) in zip(args, vals):
+        struct.pack_into(fmt, seg, a["offset"], *(v if isinstance(v, tuple) else (v,)))
+    return bytes(seg)
+
+
+def llama_us(code, T, B):
+    """ggml's launch simulated; its HBM floor is the state's round trip and each token's vectors."""
+    nbytes = 4 * (2 * S * S * H_V * B + T * B * (2 * S * H_K + 2 * S * H_V + 2 * H_V))
+    launch = sim.Launch((H_V, B, S // LLAMA_WARPS), (64, LLAMA_WARPS, 1), 0, llama_args(code, T, B), hbm_bytes=nbytes)
+    return sim.simulate_cached(code, launch)["us"]
+
+
+def ours_us(objects, toolchain, T, B):
+    """kdn_gated_delta_net's automatic path: the sum of its launches."""
+    rows = sim.product_rows(objects, toolchain, shapes=[(T, B)], paths=(("auto", "auto"),))
+    return next(r["us"] for r in rows if r["kernel"] == "total")
+
+
+def product_objects(co_dir):
+    """The product's code objects in co_dir, built there first when missing."""
+    os.makedirs(co_dir, exist_ok=True)
+    files = []
+    for f in sim.PRODUCT_SRC:
+        co = os.path.join(co_dir, f + ".co")
+        if not os.path.exists(co):
+            isa.build(os.path.join(isa.ROOT, "kernels", f + ".cpp"), co_dir)
+        files.append(co)
+    return sim.Objects(files)
+
+
+def main(argv):
+    if len(argv) not in (2, 4):
+        sys.exit(__doc__)
+    toolchain = argv[2] if len(argv) == 4 else sim.toolchain_name()
+    co_dir = argv[3] if len(argv) == 4 else os.path.join(isa.ROOT, "build/isa")
+    objects = product_objects(co_dir)
+    llama = sim.load(build_llama(argv[1], co_dir))
+    names = isa.demangle(list(llama))
+    code = next((c for n, c in llama.items() if names[n].startswith("void " + LLAMA_KERNEL)), None)
+    if code is None:
+        sys.exit("gfx906_vs_llama: no %s in %s" % (LLAMA_KERNEL, argv[1]))
+    print("MI50 (gfx906) simulation, %s objects -- a simulation, not a measurement" % toolchain)
+    print("%-14s %10s %10s %7s" % ("shape", "ours us", "llama us", "ratio"))
+    rows = []
+    for T, B in SHAPES:
+        ours, theirs = ours_us(objects, toolchain, T, B), llama_us(code, T, B)
+        shape = "T=%d B=%d" % (T, B)
+        rows.append([toolchain, shape, "%.1f" % ours, "%.1f" % theirs, "%.2f" % (theirs / ours)])
+        print("%-14s %10.1f %10.1f %7.2f" % (shape, ours, theirs, theirs / ours), flush=True)
+    sim.merge_tsv(TABLE, ["toolchain", "shape", "ours_us", "llama_us", "ratio"], rows, toolchain)
+    print("wrote %s (%s rows)" % (os.path.relpath(TABLE, isa.ROOT), toolchain))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
