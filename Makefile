@@ -252,9 +252,12 @@ resources-check: $(TOOLCHAIN_READY)
 #                       results/gfx906-sim.tsv (this toolchain's rows; -loops.tsv, -code.tsv beside)
 #                       SIM_TOOLCHAIN / SIM_OBJECTS: another toolchain's label and code objects
 #   make isa-check      the gates make test runs where hipcc exists (static; simulated time <= +5 %)
+#   make isa-vs-llama GGML=DIR   llama.cpp's own kernel (from the ggml or llama.cpp checkout DIR, built
+#                       for gfx906 under build/, never kept) and libkdn simulated at the same shapes ->
+#                       results/gfx906-vs-llama.tsv
 #   make calibrate      the simulator's calibration kernels (tools/calib/) simulated against published
 #                       gfx906 measurements -> results/gfx906-calibration.tsv
-.PHONY: isa isa-check calibrate
+.PHONY: isa isa-check isa-vs-llama calibrate
 SIM_ARGS = $(if $(SIM_OBJECTS),$(SIM_TOOLCHAIN) $(SIM_OBJECTS))
 # The simulator is pure Python (standard library). PyPy (Debian's pypy3) runs the long simulations of
 # the tables 2-3x faster than CPython, so make isa and calibrate take it where installed; the gate's
@@ -267,6 +270,9 @@ isa: $(TOOLCHAIN_READY)
 isa-check: $(TOOLCHAIN_READY)
 	@$(ISA_ENV) python3 tools/gfx906_isa.py check
 	@$(ISA_ENV) python3 tools/gfx906_sim.py check $(SIM_ARGS)
+isa-vs-llama: $(TOOLCHAIN_READY)
+	@test -n "$(GGML)" || { echo "make isa-vs-llama: GGML=DIR (a ggml or llama.cpp checkout) is needed"; exit 2; }
+	@ROCM6_BIND="$(abspath $(GGML))" $(ISA_ENV) python3 tools/gfx906_vs_llama.py $(GGML) $(SIM_ARGS)
 calibrate: $(TOOLCHAIN_READY)
 	@$(ISA_ENV) $(SIM_PYTHON) tools/gfx906_sim.py calibrate
 
