@@ -42,6 +42,7 @@ typedef struct {
     int permuted;  /* 1: q, k, v passed as non-contiguous views */
     int snapshots; /* K: state snapshots in dst (>= 1) */
     int path;      /* kdn_path the call asks for (0: KDN_PATH_AUTO) */
+    int state_dst; /* STATE_IN_DST, or where the call's state_dst points (phases/phase8_gdn.c) */
 } Shape;
 
 enum { HEAD_MAP_TILED = 0, HEAD_MAP_BLOCK = 1, HEAD_MAP_BOTH = 2 /* a test that runs each */ };

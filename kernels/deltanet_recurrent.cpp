@@ -191,10 +191,9 @@ template <int R, bool kFull, bool kVec, int kCols>
 __device__ __forceinline__ void store_states(const KdnLayerCall &c, const float S[kCols][R], int slot,
                                              size_t s_off, int n_rows, const bool col_ok[kCols],
                                              const int dv[kCols]) {
-    const size_t slot_floats = (size_t)c.s.D_k * c.s.D_v * c.s.H_v * c.s.n_seqs;
     for (int i = 0; i < kCols; i++)
         if (col_ok[i])
-            store_rows<R, kFull, kVec>(c.snapshots + (size_t)slot * slot_floats + s_off + (size_t)dv[i] * c.s.D_k,
+            store_rows<R, kFull, kVec>(c.snapshots + (size_t)slot * c.snap_stride + s_off + (size_t)dv[i] * c.s.D_k,
                                        n_rows, S[i]);
 }
 
@@ -386,11 +385,11 @@ static bool strides_of4(const long st[3]) { return st[0] % 4 == 0 && st[1] % 4 =
 
 // The 16-byte row runs (Rows<true>) need every row vector a lane reads or
 // writes to start on 16 bytes: D_k a multiple of 4 (the state's columns and
-// snapshot slots), aligned base pointers and key/query (and KDA gate) strides
+// snapshot slots and their stride), aligned base pointers and key/query (and KDA gate) strides
 // in multiples of 4 floats. Views that are not fall back to single floats.
 static bool vector_rows_ok(const KdnLayerCall *c) {
-    return c->s.D_k % 4 == 0 && aligned16(c->state_in) && aligned16(c->snapshots) && aligned16(c->k) &&
-           aligned16(c->q) && strides_of4(c->k_st) && strides_of4(c->q_st) &&
+    return c->s.D_k % 4 == 0 && aligned16(c->state_in) && aligned16(c->snapshots) && c->snap_stride % 4 == 0 &&
+           aligned16(c->k) && aligned16(c->q) && strides_of4(c->k_st) && strides_of4(c->q_st) &&
            (!c->kda || (aligned16(c->g) && strides_of4(c->g_st)));
 }
 

@@ -29,9 +29,11 @@ static const char *const messages[KDN_STATUS_COUNT] = {
     [KDN_ERR_OPTION] = "option: head_map must be TILED or BLOCK, path AUTO, RECURRENT or CHUNKED",
     [KDN_ERR_UNSUPPORTED_SHAPE] = "unsupported shape: a dimension < 1, S_v > 256, H_v or n_seqs > 65535, "
                                   "a tensor of 2^31 elements or more, or dst of 2^33 or more",
-    [KDN_ERR_ALIGNMENT] = "alignment: every tensor's data and dst must be 4-byte aligned",
-    [KDN_ERR_STRIDE] = "stride: a view must span less than 2^48 bytes and not wrap around the address space",
-    [KDN_ERR_ALIASING] = "aliasing: dst must not overlap an input, nor the workspace dst or an input",
+    [KDN_ERR_ALIGNMENT] = "alignment: every tensor's data, dst and state_dst must be 4-byte aligned",
+    [KDN_ERR_STRIDE] = "stride: a view or state_dst's slots must span less than 2^48 bytes and not wrap around "
+                       "the address space; state_slot_stride >= 0, and a slot's size or more when K > 1",
+    [KDN_ERR_ALIASING] = "aliasing: dst, state_dst and the workspace must not overlap each other or an input "
+                         "(state_dst may be the state input itself)",
     [KDN_ERR_PENDING_ERROR] = "pending error: an error of earlier work waited on this host thread; nothing was "
                               "launched and the error was left in place",
     [KDN_ERR_LAUNCH_FAILED] = "launch failed: the runtime failed a kernel launch or the CPU executor stopped a kernel "
@@ -148,6 +150,7 @@ KdnLayerCall kdn_layer_contiguous(const KdnShape *s, const float *q, const float
     c.q_scale = 1.0f;
     c.K = 1;
     c.o = o, c.snapshots = state_out;
+    c.snap_stride = (long)s->D_k * s->D_v * s->H_v * s->n_seqs;
     return c;
 }
 
@@ -289,17 +292,49 @@ static Span span_of(const void *p, uint64_t bytes) { return (Span){(uintptr_t)p,
 
 static int meet(Span a, Span b) { return a.begin < b.end && b.begin < a.end; }
 
-static size_t dst_elements(const kdn_gdn_call *c) {
-    size_t S = (size_t)c->v.ne[0], heads = (size_t)c->v.ne[1] * (size_t)c->v.ne[3];
-    return S * heads * ((size_t)c->v.ne[2] + S * (size_t)c->K);
+/* A snapshot slot's floats, [S_v, S_v, H_v, n_seqs], and the distance between slots. */
+static uint64_t slot_elements(const kdn_gdn_call *c) {
+    return (uint64_t)c->v.ne[0] * (uint64_t)c->v.ne[0] * (uint64_t)c->v.ne[1] * (uint64_t)c->v.ne[3];
+}
+static uint64_t slot_stride(const kdn_gdn_call *c) {
+    return c->state_slot_stride ? (uint64_t)c->state_slot_stride : slot_elements(c);
 }
 
-/* `region` (dst, or the workspace) against every input, and against dst
- * unless it is dst. The inputs are only read: they may overlap each other. */
-static kdn_status check_disjoint(const kdn_gdn_call *c, Span region, int is_dst) {
-    for (int i = 0; i < N_INPUTS; i++)
-        if (meet(region, span_of(inputs(c, i)->data, view_bytes(inputs(c, i))))) return KDN_ERR_ALIASING;
-    if (!is_dst && meet(region, span_of(c->dst, dst_elements(c) * sizeof(float)))) return KDN_ERR_ALIASING;
+static size_t dst_elements(const kdn_gdn_call *c) {
+    size_t outputs = (size_t)c->v.ne[0] * (size_t)c->v.ne[1] * (size_t)c->v.ne[2] * (size_t)c->v.ne[3];
+    return outputs + (c->state_dst ? 0 : (size_t)c->K * slot_elements(c));
+}
+
+/* What a call writes besides its workspace: dst, and state_dst's K slots. */
+enum { WRITES_DST, WRITES_STATE, WRITES_WORKSPACE };
+static Span written(const kdn_gdn_call *c, int which) {
+    if (which == WRITES_DST) return span_of(c->dst, dst_elements(c) * sizeof(float));
+    uint64_t floats = c->state_dst ? (uint64_t)(c->K - 1) * slot_stride(c) + slot_elements(c) : 0;
+    return span_of(c->state_dst, floats * sizeof(float));
+}
+
+static kdn_status check_state_dst(const kdn_gdn_call *c) {
+    if (!c->state_dst) return KDN_OK;
+    if ((uintptr_t)c->state_dst % sizeof(float) != 0) return KDN_ERR_ALIGNMENT;
+    if (c->state_slot_stride < 0 || (c->K > 1 && slot_stride(c) < slot_elements(c)) ||
+        slot_stride(c) >= kMaxViewBytes / sizeof(float) / (uint64_t)c->K)
+        return KDN_ERR_STRIDE;
+    Span s = written(c, WRITES_STATE);
+    return s.end < s.begin ? KDN_ERR_STRIDE : KDN_OK;
+}
+
+/* A region the call writes (`which`) against every input and the other
+ * regions it writes. The inputs are only read: they may overlap each other;
+ * state_dst may be the state input itself (each workgroup reads its part of
+ * the state before it writes it). */
+static kdn_status check_disjoint(const kdn_gdn_call *c, Span region, int which) {
+    for (int i = 0; i < N_INPUTS; i++) {
+        const kdn_tensor *t = inputs(c, i);
+        int in_place = which == WRITES_STATE && t == &c->state && c->state_dst == t->data;
+        if (!in_place && meet(region, span_of(t->data, view_bytes(t)))) return KDN_ERR_ALIASING;
+    }
+    for (int w = WRITES_DST; w <= WRITES_STATE; w++)
+        if (w != which && meet(region, written(c, w))) return KDN_ERR_ALIASING;
     return KDN_OK;
 }
 
@@ -317,7 +352,9 @@ static kdn_status plan_call(const kdn_gdn_call *c, Plan *p) {
     kdn_status st = check_pointers_and_options(c);
     if (st == KDN_OK) st = check_layout(c);
     if (st == KDN_OK) st = check_shapes(c);
-    if (st == KDN_OK) st = check_disjoint(c, span_of(c->dst, dst_elements(c) * sizeof(float)), 1);
+    if (st == KDN_OK) st = check_state_dst(c);
+    if (st == KDN_OK) st = check_disjoint(c, written(c, WRITES_DST), WRITES_DST);
+    if (st == KDN_OK && c->state_dst) st = check_disjoint(c, written(c, WRITES_STATE), WRITES_STATE);
     if (st != KDN_OK) return st;
     memset(p, 0, sizeof *p);
     KdnLayerCall *l = &p->call;
@@ -340,7 +377,9 @@ static kdn_status plan_call(const kdn_gdn_call *c, Plan *p) {
     l->kda = c->g.ne[0] != 1;                         /* S_v == 1: both readings of g are the same math */
     l->K = c->K;
     l->o = c->dst;
-    l->snapshots = c->dst + (size_t)s->D_v * s->H_v * s->T * s->n_seqs;
+    float *tail = c->dst + (size_t)s->D_v * s->H_v * s->T * s->n_seqs; /* dst's snapshot slots */
+    l->snapshots = c->state_dst ? c->state_dst : tail; // mutate: state_dst
+    l->snap_stride = (long)slot_stride(c); // mutate: snap_stride
     p->path = c->path;
     p->chunked = kdn_layer_chunked(l, c->path);
     return KDN_OK;
@@ -425,7 +464,7 @@ kdn_status kdn_gated_delta_net(const kdn_gdn_call *call, void *workspace, size_t
     if (st != KDN_OK) return st;
     size_t need = workspace_bytes(&p);
     if (need > 0 && (!workspace || workspace_size < need)) return KDN_ERR_WORKSPACE;
-    if (need > 0 && (st = check_disjoint(call, span_of(workspace, need), 0)) != KDN_OK) return st;
+    if (need > 0 && (st = check_disjoint(call, span_of(workspace, need), WRITES_WORKSPACE)) != KDN_OK) return st;
     if (kdn_error_pending(error_detail, sizeof error_detail)) return KDN_ERR_PENDING_ERROR;
     void *previous = kdn_set_stream(call->stream);
     KdnChunkBuffers b = {0};

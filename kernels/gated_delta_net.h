@@ -16,12 +16,15 @@
  *          snapshots [S_v, S_v, H_v, n_seqs] each, most recent first: slot 0 =
  *          state after the last token, slot s = the state s tokens before it;
  *          with T < K only slots 0..T-1 are written (the others keep their bytes).
+ *          With state_dst set the snapshots go there instead (slots
+ *          state_slot_stride floats apart) and dst holds the outputs only.
  * q is scaled by 1/sqrt(S_v) inside. Value head h reads key head h % H_k
  * (KDN_HEAD_MAP_TILED, ggml) or h / (H_v / H_k) (KDN_HEAD_MAP_BLOCK, HF/fla).
  * Rows (ne[0]) must be contiguous (nb[0] == 4); the other strides are free
  * (permuted views) for q, k, v, g, beta; state must be contiguous. Every
  * pointer 4-byte aligned; no tensor of 2^31 elements or more, dst below 2^33;
- * dst and the workspace overlap nothing else (inputs may overlap each other).
+ * dst, state_dst and the workspace overlap nothing else (inputs may overlap
+ * each other; state_dst may be the state input itself: an update in place).
  * A call that is refused returns its status, launches nothing, writes nothing.
  * The call only enqueues work on `stream`; errors of the device itself show
  * at the caller's next synchronisation. No allocation inside the call.
@@ -38,7 +41,7 @@
 extern "C" {
 #endif
 
-#define KDN_API_VERSION 1
+#define KDN_API_VERSION 2
 
 /* A ggml-style view of a float32 tensor. */
 typedef struct {
@@ -60,12 +63,18 @@ typedef enum {
 
 typedef struct {
     kdn_tensor q, k, v, g, beta, state;
-    float *dst;             /* [S_v*H_v*T*n_seqs] outputs, then K * [S_v*S_v*H_v*n_seqs] snapshots */
+    float *dst;             /* [S_v*H_v*T*n_seqs] outputs, then K * [S_v*S_v*H_v*n_seqs] snapshots (state_dst NULL) */
     int K;                  /* state snapshots kept, >= 1 (1: final state only) */
     kdn_head_map head_map;
     kdn_path path;
     int chunk;              /* chunked path: 32 or 64 tokens per chunk; 0: the library's default */
     void *stream;           /* hipStream_t / cudaStream_t (NULL: default stream); ignored on cpu */
+    /* Where the snapshots go instead of dst's tail (e.g. llama.cpp's recurrent-state cache, so no copy
+     * follows the call); NULL: dst's tail. Snapshot s is [S_v, S_v, H_v, n_seqs] contiguous at
+     * state_dst + s * state_slot_stride floats; dst then holds the outputs only. state_dst may be the
+     * state input itself (an update in place); otherwise it overlaps no input, dst or workspace. */
+    float *state_dst;
+    int64_t state_slot_stride; /* floats between snapshot slots; 0: S_v*S_v*H_v*n_seqs (K == 1: unused) */
 } kdn_gdn_call;
 
 typedef enum {

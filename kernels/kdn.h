@@ -41,8 +41,8 @@ static inline int kdn_takes_chunk(const KdnLimits *l, int C) {
  * (rows contiguous; strides in floats for dims 1..3, i.e. head, token,
  * sequence), o scaled by q_scale (ggml's 1/sqrt(S_v) on q: o is linear in q),
  * the scalar or the KDA gate, and K state snapshots. o is contiguous
- * [D_v, H_v, T, n_seqs]; snapshot slot s (slots D_k*D_v*H_v*n_seqs floats
- * apart) receives the state after token T-1-s for s < min(K, T) (T = 0: slot
+ * [D_v, H_v, T, n_seqs]; snapshot slot s (slots snap_stride floats apart,
+ * each [D_k, D_v, H_v, n_seqs] contiguous) receives the state after token T-1-s for s < min(K, T) (T = 0: slot
  * 0 gets state_in). The recurrent kernel takes every such call; the chunked
  * kernels contiguous q, k, g and beta (v any view), the scalar gate and K = 1
  * (kdn_layer_run). */
@@ -54,6 +54,7 @@ typedef struct {
     int kda; /* 0: g is [1, H_v, T, n_seqs]; 1: [D_k, H_v, T, n_seqs], state row i *= exp(g[i]) */
     int K;   /* >= 1 */
     float *o, *snapshots;
+    long snap_stride; /* >= D_k*D_v*H_v*n_seqs */
 } KdnLayerCall;
 /* The call of contiguous ggml tensors: unscaled q, scalar gate, K = 1. */
 KdnLayerCall kdn_layer_contiguous(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,

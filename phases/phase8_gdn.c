@@ -175,11 +175,65 @@ static void judge(Ctx *c, const char *what, const float *got, const double *ref,
     expect_close_host(c, what, got, ref, rows, cols, tol);
 }
 
+/* Where a call's snapshots go (Shape.state_dst): dst's tail; a cache of
+ * their own, slots kCacheGap floats further apart than their size (a gap
+ * that must stay unwritten); over the state input itself (K = 1). */
+enum { STATE_IN_DST = 0, STATE_TO_CACHE = 1, STATE_IN_PLACE = 2 };
+enum { kCacheGap = 64 };
+
+typedef struct {
+    float *dev;    /* where slot 0 starts on the device */
+    size_t stride; /* floats between slots */
+    size_t floats; /* floats from dev to download: every slot, and the gaps */
+} Snapshots;
+
+static Snapshots snapshots_of(Ctx *c, const Case *k, const Shape *sh, float *dst, kdn_gdn_call *call) {
+    Snapshots s = {dst + k->n_v, k->n_state, (size_t)k->K * k->n_state};
+    if (sh->state_dst == STATE_TO_CACHE) {
+        s.stride = k->n_state + kCacheGap;
+        s.floats = (size_t)(k->K - 1) * s.stride + k->n_state;
+        s.dev = dev_out(c, "state_dst", s.floats);
+        call->state_slot_stride = (int64_t)s.stride;
+    } else if (sh->state_dst == STATE_IN_PLACE)
+        s.dev = (float *)k->state.view.data;
+    call->state_dst = sh->state_dst == STATE_IN_DST ? NULL : s.dev;
+    return s;
+}
+
+/* The outputs and the snapshot slots of a call against the reference. */
+static void judge_call(const Test *t, Ctx *c, const Case *k, const float *dst, const Snapshots *snaps,
+                       const double *o_ref, const double *snap_ref, double *e_o, double *e_s) {
+    float *got = host_f(c, k->n_v), *slots = host_f(c, snaps->floats);
+    download(c, got, dst, k->n_v);
+    download(c, slots, snaps->dev, snaps->floats);
+    double e;
+    judge(c, "o", got, o_ref, k->T * k->B * k->H_v, k->S, t->tol, e_o);
+    int written = k->K < k->T ? k->K : k->T;
+    for (size_t i = 0; i < snaps->floats && !test_failed(c); i++)
+        if (i % snaps->stride >= (size_t)k->n_state && slots[i] == slots[i])
+            test_fail(c, "state_dst written between slots (float %zu)", i);
+    for (int s = 0; s < k->K && !test_failed(c); s++) {
+        char what[48];
+        snprintf(what, sizeof what, "snapshot %d", s);
+        const float *slot = slots + (size_t)s * snaps->stride;
+        if (s < written) {
+            judge(c, what, slot, snap_ref + (size_t)s * k->n_state, k->B * k->H_v * k->S, k->S, t->tol, &e);
+            if (!(e <= *e_s)) *e_s = e;
+        } else
+            for (size_t i = 0; i < k->n_state; i++)
+                if (slot[i] == slot[i]) {
+                    test_fail(c, "%s written with T = %d < K = %d", what, k->T, k->K);
+                    break;
+                }
+    }
+}
+
 static void t_gdn(const Test *t, Ctx *c) {
     const Shape *sh = &t->shape;
     Case k = make_case(c, sh);
-    float *dst = dev_out(c, "dst", k.n_dst);
+    float *dst = dev_out(c, "dst", sh->state_dst == STATE_IN_DST ? k.n_dst : k.n_v);
     kdn_gdn_call call = call_of(&k, sh, dst);
+    Snapshots snaps = snapshots_of(c, &k, sh, dst, &call);
     size_t ws = 0;
     kdn_path path = KDN_PATH_AUTO;
     kdn_status st = kdn_gdn_workspace_size(&call, &ws);
@@ -200,29 +254,13 @@ static void t_gdn(const Test *t, Ctx *c) {
     RefInputs in = {k.q.host, k.k.host, k.v.host, k.g.host, k.beta.host, k.state.host};
     double *o_ref = host_d(c, k.n_v), *snap_ref = host_d(c, (size_t)k.K * k.n_state);
     ref_gdn(&gs, &in, o_ref, snap_ref);
-    float *got = host_f(c, k.n_dst);
-    download(c, got, dst, k.n_dst);
-    double e_o = 0.0, e_s = 0.0, e;
-    judge(c, "o", got, o_ref, k.T * k.B * k.H_v, k.S, t->tol, &e_o);
-    int written = k.K < k.T ? k.K : k.T;
-    for (int s = 0; s < k.K && !test_failed(c); s++) {
-        char what[48];
-        snprintf(what, sizeof what, "snapshot %d", s);
-        const float *slot = got + k.n_v + (size_t)s * k.n_state;
-        if (s < written) {
-            judge(c, what, slot, snap_ref + (size_t)s * k.n_state, k.B * k.H_v * k.S, k.S, t->tol, &e);
-            if (!(e <= e_s)) e_s = e;
-        } else
-            for (size_t i = 0; i < k.n_state; i++)
-                if (slot[i] == slot[i]) {
-                    test_fail(c, "%s written with T = %d < K = %d", what, k.T, k.K);
-                    break;
-                }
-    }
-    set_shape_desc(c, "S=%d Hk=%d Hv=%d T=%d B=%d gate=%s K=%d %s map=%s C=%d path=%s nmse_o=%.1e nmse_s=%.1e", k.S,
-                   k.H_k, k.H_v, k.T, k.B, k.kda ? "kda" : "scalar", k.K,
+    double e_o = 0.0, e_s = 0.0;
+    judge_call(t, c, &k, dst, &snaps, o_ref, snap_ref, &e_o, &e_s);
+    static const char *const where[] = {"in dst", "to a cache", "in place"};
+    set_shape_desc(c, "S=%d Hk=%d Hv=%d T=%d B=%d gate=%s K=%d %s map=%s C=%d path=%s state %s nmse_o=%.1e "
+                   "nmse_s=%.1e", k.S, k.H_k, k.H_v, k.T, k.B, k.kda ? "kda" : "scalar", k.K,
                    sh->permuted ? "permuted" : "contiguous", sh->head_map == HEAD_MAP_BLOCK ? "block" : "tiled",
-                   sh->chunk, path_name(path), e_o, e_s);
+                   sh->chunk, path_name(path), where[sh->state_dst], e_o, e_s);
 }
 
 /* ---- bad calls -------------------------------------------------------- */
@@ -266,6 +304,26 @@ static void dst_on_v_end(kdn_gdn_call *x, size_t *ws, float **w) {
     (void)ws, (void)w, x->dst = (float *)x->v.data + x->v.ne[0] * x->v.ne[1] * x->v.ne[2] * x->v.ne[3] - 1;
 }
 static void workspace_on_dst(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, *w = x->dst + 64; }
+/* state_dst breakers: the base call's dst is large enough to hold a slot past its outputs */
+static void state_dst_misaligned(kdn_gdn_call *x, size_t *ws, float **w) {
+    (void)ws, x->state_dst = (float *)((char *)*w + 2);
+}
+static void state_slots_overlap(kdn_gdn_call *x, size_t *ws, float **w) {
+    (void)ws, x->state_dst = *w, x->K = 2, x->state_slot_stride = x->v.ne[0] * x->v.ne[0] - 4;
+}
+static void state_stride_negative(kdn_gdn_call *x, size_t *ws, float **w) {
+    (void)ws, x->state_dst = *w, x->state_slot_stride = -4;
+}
+static void state_dst_on_q(kdn_gdn_call *x, size_t *ws, float **w) {
+    (void)ws, (void)w, x->state_dst = (float *)x->q.data + 4;
+}
+static void state_dst_on_dst(kdn_gdn_call *x, size_t *ws, float **w) { (void)ws, (void)w, x->state_dst = x->dst + 8; }
+static void state_dst_off_state(kdn_gdn_call *x, size_t *ws, float **w) {
+    (void)ws, (void)w, x->state_dst = (float *)x->state.data + 4; /* overlaps the input, is not it */
+}
+static void workspace_on_state_dst(kdn_gdn_call *x, size_t *ws, float **w) {
+    (void)ws, x->state_dst = *w + 64; /* inside the workspace the call gets */
+}
 
 static const struct {
     const char *what;
@@ -299,6 +357,13 @@ static const struct {
     {"dst = state", dst_on_state, KDN_ERR_ALIASING},
     {"dst from v's last element", dst_on_v_end, KDN_ERR_ALIASING},
     {"workspace inside dst", workspace_on_dst, KDN_ERR_ALIASING},
+    {"state_dst 2 bytes off alignment", state_dst_misaligned, KDN_ERR_ALIGNMENT},
+    {"K = 2, state slots 4 floats closer than a slot", state_slots_overlap, KDN_ERR_STRIDE},
+    {"state_slot_stride < 0", state_stride_negative, KDN_ERR_STRIDE},
+    {"state_dst inside q", state_dst_on_q, KDN_ERR_ALIASING},
+    {"state_dst inside dst", state_dst_on_dst, KDN_ERR_ALIASING},
+    {"state_dst 4 floats past the state input", state_dst_off_state, KDN_ERR_ALIASING},
+    {"workspace over state_dst", workspace_on_state_dst, KDN_ERR_ALIASING},
 };
 
 /* Every message distinct, and none for a status past the range but one; the
@@ -349,7 +414,9 @@ static void t_gdn_bad_calls(const Test *t, Ctx *c) {
         size_t asked = 1;
         kdn_path path = KDN_PATH_AUTO;
         kdn_status q_ws = kdn_gdn_workspace_size(bad, &asked), q_path = kdn_gdn_chosen_path(bad, &path);
-        if (bad_calls[i].breaker != small_workspace && bad_calls[i].breaker != workspace_on_dst &&
+        int workspace_only = bad_calls[i].breaker == small_workspace || bad_calls[i].breaker == workspace_on_dst ||
+                             bad_calls[i].breaker == workspace_on_state_dst;
+        if (!workspace_only &&
             (q_ws != bad_calls[i].want || asked != 0 || q_path != bad_calls[i].want || path != KDN_PATH_AUTO))
             test_fail(c, "%s: workspace_size %d (%zu bytes), chosen_path %d", bad_calls[i].what, q_ws, asked, q_path);
         long before = kdn_launch_count();
@@ -386,6 +453,8 @@ static void t_gdn_bad_calls(const Test *t, Ctx *c) {
 #define KDA_PERM .kda = 1, .permuted = 1
 #define SNAP(K_) .snapshots = K_
 #define PATH(p) .path = p
+#define CACHE .state_dst = STATE_TO_CACHE
+#define IN_PLACE .state_dst = STATE_IN_PLACE
 #define TOL_GDN TOL_CHUNK
 
 static const Test tests[] = {
@@ -410,6 +479,14 @@ static const Test tests[] = {
     /* asked for chunked, routed to recurrent: KDA, K > 1 */
     {8, "gdn_chunked_kda_routed", "library", TOL_GDN, {GDN(16, 2, 4, 130, 1), KDA, SNAP(1), PATH(KDN_PATH_CHUNKED)}, t_gdn},
     {8, "gdn_chunked_K2_routed", "library", TOL_GDN, {GDN(16, 2, 4, 130, 1), SNAP(2), PATH(KDN_PATH_CHUNKED)}, t_gdn},
+    /* snapshots to a cache (slots further apart than their size) or over the state input */
+    {8, "gdn_cache_decode_K2", "library", TOL_GDN, {GDN(128, 2, 4, 1, 3), SNAP(2), CACHE}, t_gdn},
+    {8, "gdn_cache_T40_K4_perm", "library", TOL_GDN, {GDN(32, 2, 4, 40, 2), PERM, SNAP(4), CACHE}, t_gdn},
+    {8, "gdn_cache_T100_chunked", "library", TOL_GDN, {GDN(64, 2, 4, 100, 2), SNAP(1), CACHE, PATH(KDN_PATH_CHUNKED)},
+     t_gdn},
+    {8, "gdn_in_place_decode", "library", TOL_GDN, {GDN(128, 2, 4, 1, 2), SNAP(1), IN_PLACE}, t_gdn},
+    {8, "gdn_in_place_T130_chunked", "library", TOL_GDN,
+     {GDN(32, 2, 4, 130, 2), SNAP(1), IN_PLACE, PATH(KDN_PATH_CHUNKED)}, t_gdn},
     {8, "gdn_bad_calls", "library", TOL_EXACT, {GDN(16, 2, 4, 10, 2), SNAP(1)}, t_gdn_bad_calls},
 };
 

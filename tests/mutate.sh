@@ -72,6 +72,9 @@ fault head_map_swapped kernels/heads.h head_map 's/head_map == 0 \? h % H_k/head
 # a chunk's tail one token short
 fault one_launch_tail $O one_launch_tail 's/const int n = T - t0 < C \? T - t0 : C;/const int n = T - t0 < C ? T - t0 - 1 : C;/' "$ONE_LAUNCH" quick
 fault intra_tail $W intra_tail 's/n = T - t0 < C \? T - t0 : C;/n = T - t0 < C ? T - t0 - 1 : C;/' "$TWO"
+# snapshots to state_dst: ignored (dst's tail), or its slot stride taken as a slot's size
+fault state_dst_ignored kernels/gated_delta_net.c state_dst 's/c->state_dst \? c->state_dst : tail/tail/' 'gdn_cache* gdn_in_place*'
+fault state_slot_stride kernels/gated_delta_net.c snap_stride 's/\(long\)slot_stride\(c\)/(long)slot_elements(c)/' 'gdn_cache*'
 # v read in place as a view: the head stride taken as in a contiguous v (right only for those)
 fault v_view_head_stride $W v_view 's/h \* v_head;/h * (v_head - v_head + D_v);/' 'gdn_*perm*'
 
