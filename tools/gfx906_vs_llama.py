@@ -94,13 +94,15 @@ def ours_us(objects, toolchain, T, B):
 
 
 def product_objects(co_dir):
-    """The product's code objects in co_dir, built there first when missing."""
+    """The product's code objects in co_dir, (re)built there when missing or older than kernels/."""
     os.makedirs(co_dir, exist_ok=True)
+    kernels = os.path.join(isa.ROOT, "kernels")
+    newest = max(os.path.getmtime(os.path.join(d, f)) for d, _, fs in os.walk(kernels) for f in fs)
     files = []
     for f in sim.PRODUCT_SRC:
         co = os.path.join(co_dir, f + ".co")
-        if not os.path.exists(co):
-            isa.build(os.path.join(isa.ROOT, "kernels", f + ".cpp"), co_dir)
+        if not os.path.exists(co) or os.path.getmtime(co) < newest:
+            isa.build(os.path.join(kernels, f + ".cpp"), co_dir)
         files.append(co)
     return sim.Objects(files)
 
