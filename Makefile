@@ -272,7 +272,7 @@ isa-check: $(TOOLCHAIN_READY)
 	@$(ISA_ENV) python3 tools/gfx906_sim.py check $(SIM_ARGS)
 isa-vs-llama: $(TOOLCHAIN_READY)
 	@test -n "$(GGML)" || { echo "make isa-vs-llama: GGML=DIR (a ggml or llama.cpp checkout) is needed"; exit 2; }
-	@ROCM6_BIND="$(abspath $(GGML))" $(ISA_ENV) python3 tools/gfx906_vs_llama.py $(GGML) $(SIM_ARGS)
+	@ROCM6_BIND="$(abspath $(GGML))" $(ISA_ENV) $(SIM_PYTHON) tools/gfx906_vs_llama.py $(GGML) $(SIM_ARGS)
 calibrate: $(TOOLCHAIN_READY)
 	@$(ISA_ENV) $(SIM_PYTHON) tools/gfx906_sim.py calibrate
 
