@@ -45,17 +45,26 @@ __global__ void calib_lds(float *out, int n) {
     out[blockIdx.x * blockDim.x + threadIdx.x] = s.x + s.y + s.z + s.w;
 }
 
-// Lane exchange within a row of 16 lanes by DPP (row_shr:1), n rounds, one exchange per lane each.
+// Lane exchange rates, as the published figures name them: a chain of v_mov_b32_dpp row_shr:1
+// (lane i of a row of 16 takes lane i - 1's value) against a chain of ds_bpermute_b32 from the XOR
+// neighbour. Each thread makes n exchanges (n a multiple of 16), 16 per loop iteration: the loop's
+// own scalar instructions (a counter, a compare, a branch) would otherwise bind a one-exchange loop
+// (one SALU instruction per clock per CU) instead of the exchange.
 __global__ void calib_dpp(float *out, int n) {
     int x = threadIdx.x;
-    for (int i = 0; i < n; i++) x += __builtin_amdgcn_update_dpp(0, x, 0x111, 0xf, 0xf, false);
+    for (int i = 0; i < n; i += 16) {
+#pragma unroll
+        for (int j = 0; j < 16; j++) x = __builtin_amdgcn_mov_dpp(x, 0x111, 0xf, 0xf, false);
+    }
     out[blockIdx.x * blockDim.x + threadIdx.x] = (float)x;
 }
 
-// The same exchange pattern by ds_bpermute_b32 (neighbour lane), n rounds.
 __global__ void calib_bpermute(float *out, int n) {
     int x = threadIdx.x;
     const int from = ((threadIdx.x & 63) ^ 1) * 4;
-    for (int i = 0; i < n; i++) x += __builtin_amdgcn_ds_bpermute(from, x);
+    for (int i = 0; i < n; i += 16) {
+#pragma unroll
+        for (int j = 0; j < 16; j++) x = __builtin_amdgcn_ds_bpermute(from, x);
+    }
     out[blockIdx.x * blockDim.x + threadIdx.x] = (float)x;
 }
