@@ -242,6 +242,12 @@ static uint64_t view_bytes(const kdn_tensor *t) {
     return end;
 }
 
+/* A view spanning less than kMaxViewBytes that does not wrap past the end of the address space. */
+static int view_fits(const kdn_tensor *t) {
+    uint64_t bytes = view_bytes(t);
+    return bytes != 0 && (uintptr_t)t->data <= UINTPTR_MAX - bytes;
+}
+
 /* Elements < 2^31 (INT_MAX at most): ne[d] > INT_MAX / elements is exactly
  * elements * ne[d] > INT_MAX. */
 static kdn_status check_tensor(const kdn_tensor *t) {
@@ -254,9 +260,7 @@ static kdn_status check_tensor(const kdn_tensor *t) {
     for (int d = 1; d < 4; d++)
         if (t->nb[d] % sizeof(float) != 0) return KDN_ERR_ROW_STRIDE;
     if ((uintptr_t)t->data % sizeof(float) != 0) return KDN_ERR_ALIGNMENT;
-    uint64_t bytes = view_bytes(t);
-    if (bytes == 0 || (uintptr_t)t->data > UINTPTR_MAX - bytes) return KDN_ERR_STRIDE;
-    return KDN_OK;
+    return view_fits(t) ? KDN_OK : KDN_ERR_STRIDE;
 }
 
 static kdn_status check_layout(const kdn_gdn_call *c) {
@@ -292,12 +296,24 @@ static Span span_of(const void *p, uint64_t bytes) { return (Span){(uintptr_t)p,
 
 static int meet(Span a, Span b) { return a.begin < b.end && b.begin < a.end; }
 
-/* A snapshot slot's floats, [S_v, S_v, H_v, n_seqs], and the distance between slots. */
+/* A snapshot slot's floats, [S_v, S_v, H_v, n_seqs], and the floats from
+ * one slot to the next: a slot's size in dst's tail (state_slot_stride is
+ * state_dst's alone), state_slot_stride in state_dst (0: a slot's size). */
 static uint64_t slot_elements(const kdn_gdn_call *c) {
     return (uint64_t)c->v.ne[0] * (uint64_t)c->v.ne[0] * (uint64_t)c->v.ne[1] * (uint64_t)c->v.ne[3];
 }
 static uint64_t slot_stride(const kdn_gdn_call *c) {
-    return c->state_slot_stride ? (uint64_t)c->state_slot_stride : slot_elements(c);
+    return c->state_dst && c->state_slot_stride ? (uint64_t)c->state_slot_stride : slot_elements(c);
+}
+
+/* state_dst's K slots as one view (a slot per step of dimension 1), so that
+ * their span is judged as a view's; a stride of kMaxViewBytes or more is
+ * clamped there (refused all the same with K > 1; unread with K = 1). */
+static kdn_tensor state_slots(const kdn_gdn_call *c) {
+    uint64_t stride = slot_stride(c);
+    kdn_tensor t = {c->state_dst, {(int64_t)slot_elements(c), c->K, 1, 1}, {sizeof(float), 0, 0, 0}};
+    t.nb[1] = stride < kMaxViewBytes / sizeof(float) ? stride * sizeof(float) : kMaxViewBytes;
+    return t;
 }
 
 static size_t dst_elements(const kdn_gdn_call *c) {
@@ -309,18 +325,17 @@ static size_t dst_elements(const kdn_gdn_call *c) {
 enum { WRITES_DST, WRITES_STATE, WRITES_WORKSPACE };
 static Span written(const kdn_gdn_call *c, int which) {
     if (which == WRITES_DST) return span_of(c->dst, dst_elements(c) * sizeof(float));
-    uint64_t floats = c->state_dst ? (uint64_t)(c->K - 1) * slot_stride(c) + slot_elements(c) : 0;
-    return span_of(c->state_dst, floats * sizeof(float));
+    if (!c->state_dst) return span_of(NULL, 0);
+    kdn_tensor slots = state_slots(c);
+    return span_of(c->state_dst, view_bytes(&slots));
 }
 
 static kdn_status check_state_dst(const kdn_gdn_call *c) {
     if (!c->state_dst) return KDN_OK;
     if ((uintptr_t)c->state_dst % sizeof(float) != 0) return KDN_ERR_ALIGNMENT;
-    if (c->state_slot_stride < 0 || (c->K > 1 && slot_stride(c) < slot_elements(c)) ||
-        slot_stride(c) >= kMaxViewBytes / sizeof(float) / (uint64_t)c->K)
-        return KDN_ERR_STRIDE;
-    Span s = written(c, WRITES_STATE);
-    return s.end < s.begin ? KDN_ERR_STRIDE : KDN_OK;
+    if (c->state_slot_stride < 0 || (c->K > 1 && slot_stride(c) < slot_elements(c))) return KDN_ERR_STRIDE;
+    kdn_tensor slots = state_slots(c);
+    return view_fits(&slots) ? KDN_OK : KDN_ERR_STRIDE;
 }
 
 /* A region the call writes (`which`) against every input and the other

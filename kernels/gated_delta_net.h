@@ -74,7 +74,8 @@ typedef struct {
      * state_dst + s * state_slot_stride floats; dst then holds the outputs only. state_dst may be the
      * state input itself (an update in place); otherwise it overlaps no input, dst or workspace. */
     float *state_dst;
-    int64_t state_slot_stride; /* floats between snapshot slots; 0: S_v*S_v*H_v*n_seqs (K == 1: unused) */
+    int64_t state_slot_stride; /* floats between state_dst's slots; 0: S_v*S_v*H_v*n_seqs (K == 1 or no
+                                  state_dst: unused) */
 } kdn_gdn_call;
 
 typedef enum {

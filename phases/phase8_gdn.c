@@ -177,9 +177,15 @@ static void judge(Ctx *c, const char *what, const float *got, const double *ref,
 
 /* Where a call's snapshots go (Shape.state_dst): dst's tail; a cache of
  * their own, slots kCacheGap floats further apart than their size (a gap
- * that must stay unwritten); over the state input itself (K = 1). */
-enum { STATE_IN_DST = 0, STATE_TO_CACHE = 1, STATE_IN_PLACE = 2 };
+ * that must stay unwritten); over the state input itself (K = 1); dst's
+ * tail with a cache's slot stride given all the same (state_slot_stride
+ * is state_dst's: without it the slots stay a slot's size apart). */
+enum { STATE_IN_DST = 0, STATE_TO_CACHE = 1, STATE_IN_PLACE = 2, STATE_IN_DST_STRIDE_SET = 3 };
 enum { kCacheGap = 64 };
+
+static int state_in_dst(const Shape *sh) {
+    return sh->state_dst == STATE_IN_DST || sh->state_dst == STATE_IN_DST_STRIDE_SET;
+}
 
 typedef struct {
     float *dev;    /* where slot 0 starts on the device */
@@ -196,7 +202,9 @@ static Snapshots snapshots_of(Ctx *c, const Case *k, const Shape *sh, float *dst
         call->state_slot_stride = (int64_t)s.stride;
     } else if (sh->state_dst == STATE_IN_PLACE)
         s.dev = (float *)k->state.view.data;
-    call->state_dst = sh->state_dst == STATE_IN_DST ? NULL : s.dev;
+    else if (sh->state_dst == STATE_IN_DST_STRIDE_SET)
+        call->state_slot_stride = (int64_t)(k->n_state + kCacheGap);
+    call->state_dst = state_in_dst(sh) ? NULL : s.dev;
     return s;
 }
 
@@ -231,7 +239,7 @@ static void judge_call(const Test *t, Ctx *c, const Case *k, const float *dst, c
 static void t_gdn(const Test *t, Ctx *c) {
     const Shape *sh = &t->shape;
     Case k = make_case(c, sh);
-    float *dst = dev_out(c, "dst", sh->state_dst == STATE_IN_DST ? k.n_dst : k.n_v);
+    float *dst = dev_out(c, "dst", state_in_dst(sh) ? k.n_dst : k.n_v);
     kdn_gdn_call call = call_of(&k, sh, dst);
     Snapshots snaps = snapshots_of(c, &k, sh, dst, &call);
     size_t ws = 0;
@@ -256,7 +264,7 @@ static void t_gdn(const Test *t, Ctx *c) {
     ref_gdn(&gs, &in, o_ref, snap_ref);
     double e_o = 0.0, e_s = 0.0;
     judge_call(t, c, &k, dst, &snaps, o_ref, snap_ref, &e_o, &e_s);
-    static const char *const where[] = {"in dst", "to a cache", "in place"};
+    static const char *const where[] = {"in dst", "to a cache", "in place", "in dst (stride unread)"};
     set_shape_desc(c, "S=%d Hk=%d Hv=%d T=%d B=%d gate=%s K=%d %s map=%s C=%d path=%s state %s nmse_o=%.1e "
                    "nmse_s=%.1e", k.S, k.H_k, k.H_v, k.T, k.B, k.kda ? "kda" : "scalar", k.K,
                    sh->permuted ? "permuted" : "contiguous", sh->head_map == HEAD_MAP_BLOCK ? "block" : "tiled",
@@ -455,6 +463,7 @@ static void t_gdn_bad_calls(const Test *t, Ctx *c) {
 #define PATH(p) .path = p
 #define CACHE .state_dst = STATE_TO_CACHE
 #define IN_PLACE .state_dst = STATE_IN_PLACE
+#define STRIDE_UNREAD .state_dst = STATE_IN_DST_STRIDE_SET
 #define TOL_GDN TOL_CHUNK
 
 static const Test tests[] = {
@@ -484,6 +493,7 @@ static const Test tests[] = {
     {8, "gdn_cache_T40_K4_perm", "library", TOL_GDN, {GDN(32, 2, 4, 40, 2), PERM, SNAP(4), CACHE}, t_gdn},
     {8, "gdn_cache_T100_chunked", "library", TOL_GDN, {GDN(64, 2, 4, 100, 2), SNAP(1), CACHE, PATH(KDN_PATH_CHUNKED)},
      t_gdn},
+    {8, "gdn_T4_K4_stride_unread", "library", TOL_GDN, {GDN(32, 2, 4, 4, 2), SNAP(4), STRIDE_UNREAD}, t_gdn},
     {8, "gdn_in_place_decode", "library", TOL_GDN, {GDN(128, 2, 4, 1, 2), SNAP(1), IN_PLACE}, t_gdn},
     {8, "gdn_in_place_T130_chunked", "library", TOL_GDN,
      {GDN(32, 2, 4, 130, 2), SNAP(1), IN_PLACE, PATH(KDN_PATH_CHUNKED)}, t_gdn},

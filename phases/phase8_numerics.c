@@ -339,20 +339,30 @@ static void t_native_context(const Test *t, Ctx *c) {
 /* ---- the limits, by status only --------------------------------------------- */
 /* Shapes at each documented limit, just inside and just past it, checked by
  * the workspace query alone (it reads no data): placeholder addresses, each
- * tensor 2^40 bytes from the next, so that none overlaps another. */
+ * tensor 2^40 bytes from the next, so that none overlaps another; state_dst
+ * (when asked for) at 2^52, clear of them all whatever its slots span. */
 typedef struct {
     const char *what;
     int64_t S, H_k, H_v, T, B;
     int K;
     kdn_status want;
+    int to_state_dst;          /* the snapshots to state_dst, not dst's tail */
+    int64_t state_slot_stride; /* with to_state_dst */
 } LimitCase;
 
+#define IN_DST 0, 0
+#define STATE_DST(stride) 1, stride
+
 static const LimitCase limit_cases[] = {
-    {"Qwen3-Next, one sequence of 262144 tokens (v: 2^30 elements)", 128, 16, 32, 262144, 1, 1, KDN_OK},
-    {"v of 2^31 - 1 elements", 1, 1, 1, 2147483647, 1, 1, KDN_OK},
-    {"v of 2^31 elements", 2, 1, 1, 1073741824, 1, 1, KDN_ERR_UNSUPPORTED_SHAPE},
-    {"dst of 2^33 - 128 elements", 128, 1, 1, 8388608, 1, 458751, KDN_OK},
-    {"dst of 2^33 elements", 128, 1, 1, 8388608, 1, 458752, KDN_ERR_UNSUPPORTED_SHAPE},
+    {"Qwen3-Next, one sequence of 262144 tokens (v: 2^30 elements)", 128, 16, 32, 262144, 1, 1, KDN_OK, IN_DST},
+    {"v of 2^31 - 1 elements", 1, 1, 1, 2147483647, 1, 1, KDN_OK, IN_DST},
+    {"v of 2^31 elements", 2, 1, 1, 1073741824, 1, 1, KDN_ERR_UNSUPPORTED_SHAPE, IN_DST},
+    {"dst of 2^33 - 128 elements", 128, 1, 1, 8388608, 1, 458751, KDN_OK, IN_DST},
+    {"dst of 2^33 elements", 128, 1, 1, 8388608, 1, 458752, KDN_ERR_UNSUPPORTED_SHAPE, IN_DST},
+    /* state_dst's slots (S = 128: 2^14 floats a slot) span less than 2^48 bytes; one slot reads no stride */
+    {"K = 1, slot stride 2^62 (unread)", 128, 1, 1, 1, 1, 1, KDN_OK, STATE_DST((int64_t)1 << 62)},
+    {"K = 2, slots end 4 bytes under 2^48", 128, 1, 1, 1, 1, 2, KDN_OK, STATE_DST(((int64_t)1 << 46) - 16385)},
+    {"K = 2, slots end at 2^48", 128, 1, 1, 1, 1, 2, KDN_ERR_STRIDE, STATE_DST(((int64_t)1 << 46) - 16384)},
 };
 
 static kdn_gdn_call placeholder_call(const LimitCase *l) {
@@ -367,6 +377,7 @@ static kdn_gdn_call placeholder_call(const LimitCase *l) {
     call.state = contiguous((void *)(6 * apart), l->S, l->S, l->H_v, l->B);
     call.dst = (float *)(7 * apart);
     call.K = l->K;
+    if (l->to_state_dst) call.state_dst = (float *)((uintptr_t)1 << 52), call.state_slot_stride = l->state_slot_stride;
     return call;
 }
 
