@@ -3,24 +3,30 @@
  * Each input is decoded into one call: a small valid call (shapes, gate,
  * views, options) and then a few edits that push one field each to a hostile
  * value (a dimension of 0, -1 or 2^31; a stride not a multiple of 4, of 2^60
- * or a wrapped -4; a pointer NULL or 2 bytes off; dst or the workspace
- * inside an input or each other; K, chunk, head map or path out of range;
- * the workspace one byte short). Every buffer is exactly as long as its view
- * says and ends at a guard page, so a call that reads or writes past what it
- * describes faults.
+ * or a wrapped -4; a pointer NULL or 2 bytes off; dst, state_dst or the
+ * workspace inside an input or each other; a state slot stride negative,
+ * under a slot, or past 2^46; K, chunk, head map or path out of range; the
+ * workspace one byte short). The new state goes to dst's tail, to slots of
+ * its own (state_dst, slots apart by their size or more) or over the state
+ * input. Every buffer is exactly as long as its view says and ends at a
+ * guard page, so a call that reads or writes past what it describes faults.
  *
  * The contract checked, docs/api.md being the specification (the model below
  * is written from it, not from the library's code):
  *   - the call is accepted (KDN_OK) exactly when docs/api.md allows it, and
- *     the workspace query agrees on everything but the workspace;
+ *     the workspace query agrees on everything but the workspace (also on
+ *     the call with every buffer at an address of its own, far apart);
  *   - a refused call returns a named status (its own message), launches
- *     nothing and leaves every byte of the inputs, dst and the workspace as
- *     it was;
+ *     nothing and leaves every byte of the inputs, dst, state_dst and the
+ *     workspace as it was;
  *   - an accepted call runs without a fault (a launch failure is one) and
- *     leaves the inputs as they were.
+ *     writes only dst, the state slots of the tokens it has (slot s < T)
+ *     and the workspace: the inputs, the gaps between slots and the slots
+ *     past T keep their bytes.
  * A violation prints what was called and aborts (libFuzzer saves the input).
  * A documented-valid call whose views would need more memory than the
- * fuzzer maps (a stride of 2^40 over a dimension of 2) is not made. */
+ * fuzzer maps (a stride of 2^40 over a dimension of 2) is not made; the
+ * query checks it at the far-apart addresses. */
 #define _GNU_SOURCE
 #include "../kernels/gated_delta_net.h"
 #include "../kernels/backend/runtime.h"
@@ -100,13 +106,36 @@ static const kdn_tensor *input_of(const kdn_gdn_call *c, int i) {
     const kdn_tensor *all[] = {&c->q, &c->k, &c->v, &c->g, &c->beta, &c->state};
     return all[i];
 }
-enum { N_INPUTS = 6 };
+enum { N_INPUTS = 6, STATE_INPUT = 5 };
 
-/* dst's floats (the shapes already valid), 0 when 2^33 or more. */
+/* A state slot's floats, [S_v, S_v, H_v, n_seqs], and the floats from one
+ * slot to the next (0 asks for a slot's size); the shapes already valid. */
+static uint64_t slot_floats(const kdn_gdn_call *c) {
+    return (uint64_t)c->v.ne[0] * (uint64_t)c->v.ne[0] * (uint64_t)c->v.ne[1] * (uint64_t)c->v.ne[3];
+}
+static uint64_t slot_stride(const kdn_gdn_call *c) {
+    return c->state_slot_stride ? (uint64_t)c->state_slot_stride : slot_floats(c);
+}
+
+/* Bytes from state_dst to the end of its last slot; 0 when the stride is
+ * refused (< 0, or under a slot's size with K > 1) or the span is 2^48 or
+ * more. A stride is never read with K = 1. */
+static uint64_t slots_span(const kdn_gdn_call *c) {
+    if (c->state_slot_stride < 0 || (c->K > 1 && slot_stride(c) < slot_floats(c))) return 0;
+    unsigned __int128 floats = (unsigned __int128)(uint64_t)(c->K - 1) * slot_stride(c) + slot_floats(c);
+    return floats * sizeof(float) >= kMaxSpan ? 0 : (uint64_t)(floats * sizeof(float));
+}
+
+/* dst's floats: the outputs, then the K slots unless state_dst takes them. */
 static uint64_t dst_floats(const kdn_gdn_call *c) {
+    uint64_t outputs = (uint64_t)c->v.ne[0] * (uint64_t)c->v.ne[1] * (uint64_t)c->v.ne[2] * (uint64_t)c->v.ne[3];
+    return outputs + (c->state_dst ? 0 : (uint64_t)c->K * slot_floats(c));
+}
+
+/* docs/api.md's bound on dst: S_v H_v n_seqs (T + K S_v) < 2^33 floats. */
+static int dst_within_bound(const kdn_gdn_call *c) {
     unsigned __int128 S = (uint64_t)c->v.ne[0], heads = (uint64_t)c->v.ne[1] * (uint64_t)c->v.ne[3];
-    unsigned __int128 n = S * heads * ((uint64_t)c->v.ne[2] + S * (uint64_t)c->K);
-    return n >= kMaxDst ? 0 : (uint64_t)n;
+    return S * heads * ((uint64_t)c->v.ne[2] + S * (uint64_t)c->K) < kMaxDst;
 }
 
 static int overlap(const void *a, uint64_t a_len, const void *b, uint64_t b_len) {
@@ -129,26 +158,33 @@ static int call_allowed(const kdn_gdn_call *c) {
     if (!same_shape(&c->g, 1, H_v, T, B) && !same_shape(&c->g, S, H_v, T, B)) return 0;
     if (!same_shape(&c->beta, 1, H_v, T, B)) return 0;
     if (!same_shape(&c->state, S, S, H_v, B) || !contiguous(&c->state)) return 0;
-    if (S > 256 || H_v > 65535 || B > 65535) return 0;
-    uint64_t dst_bytes = dst_floats(c) * sizeof(float);
-    if (!dst_bytes || (uintptr_t)c->dst > UINTPTR_MAX - dst_bytes) return 0;
-    for (int i = 0; i < N_INPUTS; i++)
-        if (overlap(c->dst, dst_bytes, input_of(c, i)->data, span_of(input_of(c, i)))) return 0;
-    return 1;
+    if (S > 256 || H_v > 65535 || B > 65535 || !dst_within_bound(c)) return 0;
+    uint64_t dst_bytes = dst_floats(c) * sizeof(float), slots = c->state_dst ? slots_span(c) : 0;
+    if ((uintptr_t)c->dst > UINTPTR_MAX - dst_bytes) return 0;
+    if (c->state_dst && ((uintptr_t)c->state_dst % sizeof(float) || !slots || (uintptr_t)c->state_dst > UINTPTR_MAX - slots))
+        return 0;
+    for (int i = 0; i < N_INPUTS; i++) {
+        const kdn_tensor *t = input_of(c, i);
+        if (overlap(c->dst, dst_bytes, t->data, span_of(t))) return 0;
+        int in_place = t == &c->state && c->state_dst == t->data; /* slot 0 may be exactly the state input */
+        if (!in_place && overlap(c->state_dst, slots, t->data, span_of(t))) return 0;
+    }
+    return !overlap(c->dst, dst_bytes, c->state_dst, slots);
 }
 
 static int workspace_allowed(const kdn_gdn_call *c, const void *ws, size_t size, size_t need) {
     if (need == 0) return 1;
     if (!ws || size < need) return 0;
     if (overlap(ws, need, c->dst, dst_floats(c) * sizeof(float))) return 0;
+    if (c->state_dst && overlap(ws, need, c->state_dst, slots_span(c))) return 0;
     for (int i = 0; i < N_INPUTS; i++)
         if (overlap(ws, need, input_of(c, i)->data, span_of(input_of(c, i)))) return 0;
     return 1;
 }
 
 /* ---- memory: one mapping per buffer, its end against a guard page -------- */
-enum { N_BUFFERS = N_INPUTS + 2 }; /* the inputs, dst, the workspace */
-enum { DST = N_INPUTS, WORKSPACE = N_INPUTS + 1 };
+enum { N_BUFFERS = N_INPUTS + 3 }; /* the inputs, dst, state_dst, the workspace */
+enum { DST = N_INPUTS, STATE_DST = N_INPUTS + 1, WORKSPACE = N_INPUTS + 2 };
 static const uint64_t kMaxBuffer = (uint64_t)16 << 20;
 
 typedef struct {
@@ -252,13 +288,37 @@ typedef struct {
     int null[N_BUFFERS];
 } Placement;
 
+/* Where the new state goes: dst's tail (state_dst NULL), slots of their own
+ * or over the state input (slot 0 = the state: an update in place); slots
+ * a slot's size apart (stride 0 or that size) or further. */
+static void state_destination(Bytes *b, kdn_gdn_call *c, Placement *at) {
+    switch (pick(b, 4)) {
+    case 0: case 1: at->null[STATE_DST] = 1; break;
+    case 2: at->alias[STATE_DST] = STATE_INPUT, at->offset[STATE_DST] = 0; break;
+    default: break;
+    }
+    int64_t slot = (int64_t)slot_floats(c);
+    const int64_t strides[] = {0, slot, slot + 1, slot + 4, slot + 61}; /* 0: a slot's size; gaps of 1, 4, 61 floats */
+    c->state_slot_stride = strides[pick(b, 5)];
+}
+
+/* A hostile state slot stride: negative, under a slot, at and past the
+ * stride whose K = 2 slots end at 2^48 bytes, 2^62 (4 bytes a float wrap
+ * past 2^64). The slot's size may be garbage when a shape was edited. */
+static int64_t bad_slot_stride(Bytes *b, const kdn_gdn_call *c) {
+    uint64_t slot = slot_floats(c), at_limit = ((uint64_t)1 << 46) - slot;
+    const int64_t bad[] = {-1, INT64_MIN, 1, (int64_t)(slot - 1), (int64_t)1 << 44, (int64_t)(at_limit - 1),
+                           (int64_t)at_limit, (int64_t)1 << 62};
+    return bad[pick(b, 8)];
+}
+
 static void edit(Bytes *b, Case *k, Placement *at) {
     static const int64_t bad_ne[] = {0, -1, INT64_MIN, (int64_t)1 << 31, ((int64_t)1 << 31) - 1,
                                      (int64_t)1 << 40, INT64_MAX, 3};
     static const size_t bad_nb[] = {0, 2, 6, 8, (size_t)1 << 40, (size_t)1 << 47, (size_t)1 << 60, SIZE_MAX - 3};
     kdn_gdn_call *c = &k->call;
     int i = (int)pick(b, N_BUFFERS);
-    switch (pick(b, 8)) {
+    switch (pick(b, 9)) {
     case 0: if (i < N_INPUTS) tensor_of(c, i)->ne[pick(b, 4)] = bad_ne[pick(b, 8)]; break;
     case 1: if (i < N_INPUTS) tensor_of(c, i)->nb[pick(b, 4)] = bad_nb[pick(b, 8)]; break;
     case 2: at->null[i] = 1; break;
@@ -274,15 +334,16 @@ static void edit(Bytes *b, Case *k, Placement *at) {
         c->chunk = bad_chunk[pick(b, 5)];
         break;
     }
+    case 7: c->state_slot_stride = bad_slot_stride(b, c); break;
     default:
         if (pick(b, 2)) c->head_map = (kdn_head_map)(pick(b, 2) ? 2 : -1);
         else c->path = (kdn_path)(pick(b, 2) ? 3 : -1);
     }
 }
 
-/* Bytes a buffer covers: a view's span, dst's floats, the workspace the
- * query asked for; 0 for a view whose dimensions are invalid (the call must
- * not touch it). */
+/* Bytes a buffer covers: a view's span, dst's floats, state_dst's slots, the
+ * workspace the query asked for; 0 for a buffer whose size the call's shapes
+ * do not define (the call must not touch it). */
 static uint64_t buffer_bytes(const kdn_gdn_call *c, int i, size_t ws_need) {
     if (i == WORKSPACE) return ws_need;
     if (i < N_INPUTS) {
@@ -290,7 +351,8 @@ static uint64_t buffer_bytes(const kdn_gdn_call *c, int i, size_t ws_need) {
         return elements_of(t) ? span_of(t) : 0;
     }
     int shapes_ok = elements_of(&c->v) && c->K >= 1 && c->v.ne[0] <= 256;
-    return shapes_ok ? dst_floats(c) * sizeof(float) : 0;
+    if (i == STATE_DST) return shapes_ok && c->state_dst ? slots_span(c) : 0;
+    return shapes_ok && dst_within_bound(c) ? dst_floats(c) * sizeof(float) : 0;
 }
 
 /* Whether buffer i lies inside buffer a = at->alias[i] (a has a mapping of
@@ -300,31 +362,66 @@ static int inside_another(const Placement *at, int i) {
     return a >= 0 && a != i && at->alias[a] < 0 && !at->null[a];
 }
 
-/* The call with every view and dst at a placeholder address of its own,
- * 2^52 apart (no span documented as valid reaches the next). */
-static kdn_gdn_call at_placeholders(const kdn_gdn_call *c) {
+/* The call with every view, dst and state_dst (unless NULL) at a
+ * placeholder address of its own, 2^52 apart (no span documented as valid
+ * reaches the next). */
+static kdn_gdn_call at_placeholders(const kdn_gdn_call *c, const Placement *at) {
     kdn_gdn_call probe = *c;
     for (int i = 0; i < N_INPUTS; i++) tensor_of(&probe, i)->data = (void *)((uintptr_t)(i + 1) << 52);
-    probe.dst = (float *)((uintptr_t)(N_INPUTS + 1) << 52);
+    probe.dst = (float *)((uintptr_t)(DST + 1) << 52);
+    probe.state_dst = at->null[STATE_DST] ? NULL : (float *)((uintptr_t)(STATE_DST + 1) << 52);
     return probe;
 }
 
-/* The workspace the call's shapes need (the query reads no data); 0 if refused. */
-static size_t workspace_need(const kdn_gdn_call *c) {
-    kdn_gdn_call probe = at_placeholders(c);
+/* ---- the contract -------------------------------------------------------- */
+static void describe(const Case *k, const char *what, kdn_status st) {
+    const kdn_gdn_call *c = &k->call;
+    fprintf(stderr, "fuzz_gdn_args: %s (status %d: %s)\n", what, (int)st, kdn_status_message(st));
+    const char *names[] = {"q", "k", "v", "g", "beta", "state"};
+    for (int i = 0; i < N_INPUTS; i++) {
+        const kdn_tensor *t = input_of(c, i);
+        fprintf(stderr, "  %-5s %p ne %lld %lld %lld %lld nb %zu %zu %zu %zu\n", names[i], t->data,
+                (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3], t->nb[0],
+                t->nb[1], t->nb[2], t->nb[3]);
+    }
+    fprintf(stderr, "  dst %p state_dst %p slot stride %lld K %d head_map %d path %d chunk %d workspace %p of %zu\n",
+            (void *)c->dst, (void *)c->state_dst, (long long)c->state_slot_stride, c->K, (int)c->head_map,
+            (int)c->path, c->chunk, k->ws, k->ws_size);
+}
+
+static void require(int ok, const Case *k, const char *what, kdn_status st) {
+    if (ok) return;
+    describe(k, what, st);
+    abort();
+}
+
+static int named(kdn_status st) {
+    return st > KDN_OK && st < KDN_STATUS_COUNT && strcmp(kdn_status_message(st), "unknown status") != 0;
+}
+
+/* The workspace the call's shapes need (the query reads no data), asked on
+ * the call at placeholder addresses, where the query must also agree with
+ * docs/api.md; 0 if refused. */
+static size_t workspace_need(const kdn_gdn_call *c, const Placement *at) {
+    Case probe = {.call = at_placeholders(c, at)};
     size_t need = 0;
-    return kdn_gdn_workspace_size(&probe, &need) == KDN_OK ? need : 0;
+    kdn_status st = kdn_gdn_workspace_size(&probe.call, &need);
+    int allowed = call_allowed(&probe.call);
+    require(allowed ? st == KDN_OK : named(st), &probe,
+            allowed ? "the query refused a valid call (buffers far apart)"
+                    : "the query accepted an invalid call (buffers far apart)", st);
+    return st == KDN_OK ? need : 0;
 }
 
 /* Every buffer: its own mapping, long enough for the buffers placed inside
  * it too, or a place inside another's. 0 when a buffer would need more
  * than kMaxBuffer and the call's shapes are documented as valid (not made:
- * its memory would not be there). */
+ * its memory would not be there; workspace_need checked it). */
 static int place(Case *k, const Placement *at, size_t ws_need) {
-    kdn_gdn_call *c = &k->call, anywhere = at_placeholders(c);
+    kdn_gdn_call *c = &k->call, anywhere = at_placeholders(c, at);
     uint64_t len[N_BUFFERS], extent[N_BUFFERS];
     for (int i = 0; i < N_BUFFERS; i++) {
-        len[i] = buffer_bytes(c, i, ws_need);
+        len[i] = buffer_bytes(&anywhere, i, ws_need);
         if (len[i] > kMaxBuffer) {
             if (call_allowed(&anywhere)) return 0;
             len[i] = 0;
@@ -346,47 +443,48 @@ static int place(Case *k, const Placement *at, size_t ws_need) {
     }
     for (int i = 0; i < N_INPUTS; i++) tensor_of(c, i)->data = data[i];
     c->dst = (float *)data[DST];
+    c->state_dst = (float *)data[STATE_DST];
     k->ws = data[WORKSPACE];
     return 1;
 }
 
-/* ---- the contract -------------------------------------------------------- */
-static void describe(const Case *k, const char *what, kdn_status st) {
-    const kdn_gdn_call *c = &k->call;
-    fprintf(stderr, "fuzz_gdn_args: %s (status %d: %s)\n", what, (int)st, kdn_status_message(st));
-    const char *names[] = {"q", "k", "v", "g", "beta", "state"};
-    for (int i = 0; i < N_INPUTS; i++) {
-        const kdn_tensor *t = input_of(c, i);
-        fprintf(stderr, "  %-5s %p ne %lld %lld %lld %lld nb %zu %zu %zu %zu\n", names[i], t->data,
-                (long long)t->ne[0], (long long)t->ne[1], (long long)t->ne[2], (long long)t->ne[3], t->nb[0],
-                t->nb[1], t->nb[2], t->nb[3]);
+/* Bytes [p, p + len) that the call may write: the mappings' copies from
+ * before the call take them as they are now, so that a comparison finds
+ * only writes elsewhere. */
+static void may_write(Mapping *maps, const void *p, uint64_t len) {
+    for (int i = 0; i < N_BUFFERS; i++) {
+        if (!maps[i].map) continue;
+        uintptr_t map = (uintptr_t)maps[i].map, lo = (uintptr_t)p, hi = lo + len;
+        if (lo < map) lo = map;
+        if (hi > map + maps[i].usable) hi = map + maps[i].usable;
+        if (lo < hi) memcpy(maps[i].before + (lo - map), (const void *)lo, hi - lo);
     }
-    fprintf(stderr, "  dst %p K %d head_map %d path %d chunk %d workspace %p of %zu\n", (void *)c->dst, c->K,
-            (int)c->head_map, (int)c->path, c->chunk, k->ws, k->ws_size);
 }
 
-static void require(int ok, const Case *k, const char *what, kdn_status st) {
-    if (ok) return;
-    describe(k, what, st);
-    abort();
-}
-
-static int named(kdn_status st) {
-    return st > KDN_OK && st < KDN_STATUS_COUNT && strcmp(kdn_status_message(st), "unknown status") != 0;
+/* What an accepted call writes: dst, the workspace, and the state slots of
+ * the tokens it has (slot s < T; the others keep their bytes). */
+static void accepted_writes(Case *k, size_t ws_need) {
+    const kdn_gdn_call *c = &k->call;
+    may_write(k->maps, c->dst, dst_floats(c) * sizeof(float));
+    may_write(k->maps, k->ws, ws_need);
+    for (int64_t s = 0; c->state_dst && s < c->K && s < c->v.ne[2]; s++)
+        may_write(k->maps, c->state_dst + s * (int64_t)slot_stride(c), slot_floats(c) * sizeof(float));
 }
 
 static void check_call(Case *k, size_t ws_need, kdn_status query) {
     const kdn_gdn_call *c = &k->call;
     int allowed = call_allowed(c);
-    require(allowed ? query == KDN_OK : named(query), k, allowed ? "the workspace query refused a valid call"
-                                                                 : "the workspace query accepted an invalid call", query);
+    require(allowed ? query == KDN_OK : named(query), k,
+            allowed ? "the workspace query refused a valid call" : "the workspace query accepted an invalid call", query);
     allowed = allowed && workspace_allowed(c, k->ws, k->ws_size, ws_need);
     snapshot(k->maps);
     long launches = kdn_launch_count();
     kdn_status st = kdn_gated_delta_net(c, k->ws, k->ws_size);
     if (st == KDN_OK) {
         require(allowed, k, "accepted a call docs/api.md refuses", st);
-        for (int i = 0; i < N_INPUTS; i++) require(unchanged(&k->maps[i]), k, "an accepted call wrote an input", st);
+        accepted_writes(k, ws_need);
+        for (int i = 0; i < N_BUFFERS; i++)
+            require(unchanged(&k->maps[i]), k, "an accepted call wrote outside dst, its state slots and the workspace", st);
         return;
     }
     require(!allowed || st == KDN_ERR_LAUNCH_FAILED, k, "refused a call docs/api.md allows", st);
@@ -404,8 +502,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *input, size_t size) {
     Placement at;
     memset(&at, 0, sizeof at);
     for (int i = 0; i < N_BUFFERS; i++) at.alias[i] = -1;
+    state_destination(&b, &k.call, &at);
     for (unsigned n = pick(&b, 4); n > 0; n--) edit(&b, &k, &at);
-    size_t need = workspace_need(&k.call);
+    size_t need = workspace_need(&k.call, &at);
     if (!place(&k, &at, need)) {
         unmap_all(k.maps);
         return 0;
