@@ -114,35 +114,52 @@ static int planted_tokens(int T, int out[4]) {
     return n;
 }
 
-static void t_nonfinite(const Test *t, Ctx *c) {
-    const LayerVariant *layer = layer_variant(t->variant);
+/* A row's variant on its inputs, kept pristine so that each case plants
+ * its values into clean data. */
+typedef struct {
+    const LayerVariant *layer;
+    Shape sh;
     DnData d;
-    Shape sh = dn_backend_shape(&t->shape);
-    dn_generate(c, &sh, &d);
-    Pristine clean = keep_pristine(c, &d);
+    Pristine clean;
+} Planting;
+
+static Planting start_planting(const Test *t, Ctx *c) {
+    Planting p = {.layer = layer_variant(t->variant), .sh = dn_backend_shape(&t->shape)};
+    dn_generate(c, &p.sh, &p.d);
+    p.clean = keep_pristine(c, &p.d);
+    return p;
+}
+
+/* Runs the variant on the inputs as planted (`what` names the values);
+ * outputs and final state judged against the recurrence's. */
+static void run_planted(const Test *t, Ctx *c, const Planting *p, const char *what) {
+    const Shape *sh = &p->sh;
+    Run r = run_variant(c, p->layer, &p->d);
+    if (test_failed(c)) return;
+    expect_contained(c, what, "o", r.o, r.o_ref, (size_t)sh->T * sh->n_seqs * sh->H_v, sh->D_v, t->tol);
+    expect_contained(c, what, "state", r.s, r.s_ref, (size_t)sh->n_seqs * sh->H_v * sh->D_v, sh->D_k, t->tol);
+}
+
+static void t_nonfinite(const Test *t, Ctx *c) {
+    Planting p = start_planting(t, c);
     const float values[3] = {NAN, INFINITY, -INFINITY};
-    int tokens[4], n_tokens = planted_tokens(sh.T, tokens), cases = 0;
+    int tokens[4], n_tokens = planted_tokens(p.sh.T, tokens), cases = 0;
     for (int which = 0; which < 5 && !test_failed(c); which++)
         for (int vi = 0; vi < 3 && !test_failed(c); vi++)
             for (int ti = 0; ti < n_tokens && !test_failed(c); ti++) {
                 if (which == 4 && values[vi] < 0.0f) continue; /* g = -inf is a reset: decay_range_* */
                 TestMark m = test_mark(c);
-                restore(&d, &clean);
-                (*input_slot(&d, which))[planted_index(&d, which, tokens[ti])] = values[vi];
-                Run r = run_variant(c, layer, &d);
+                restore(&p.d, &p.clean);
+                (*input_slot(&p.d, which))[planted_index(&p.d, which, tokens[ti])] = values[vi];
                 char what[64];
                 snprintf(what, sizeof what, "%s = %g at token %d", planted_names[which], values[vi], tokens[ti]);
-                if (!test_failed(c)) {
-                    expect_contained(c, what, "o", r.o, r.o_ref, (size_t)sh.T * sh.n_seqs * sh.H_v, sh.D_v, t->tol);
-                    expect_contained(c, what, "state", r.s, r.s_ref, (size_t)sh.n_seqs * sh.H_v * sh.D_v, sh.D_k,
-                                     t->tol);
-                }
+                run_planted(t, c, &p, what);
                 test_release(c, m);
                 cases++;
             }
     char note[96];
     snprintf(note, sizeof note, " %d cases: q k v beta g x {nan, inf, -inf (not g)} x tokens {0, 51, 63, T-1}", cases);
-    dn_describe_note(c, &sh, note);
+    dn_describe_note(c, &p.sh, note);
 }
 
 /* ---- huge log-decays ------------------------------------------------------ */
@@ -164,28 +181,20 @@ static const DecayCase decay_cases[] = {
 };
 
 static void t_decay_range(const Test *t, Ctx *c) {
-    const LayerVariant *layer = layer_variant(t->variant);
-    DnData d;
-    Shape sh = dn_backend_shape(&t->shape);
-    dn_generate(c, &sh, &d);
-    Pristine clean = keep_pristine(c, &d);
+    Planting p = start_planting(t, c);
     const int n_cases = (int)(sizeof decay_cases / sizeof decay_cases[0]);
     for (int i = 0; i < n_cases && !test_failed(c); i++) {
         TestMark m = test_mark(c);
-        restore(&d, &clean);
+        restore(&p.d, &p.clean);
         const DecayCase *dc = &decay_cases[i];
-        for (int tok = dc->first; tok < sh.T && tok - dc->first < dc->count; tok++)
-            d.g[planted_index(&d, 4, tok)] = dc->g;
-        Run r = run_variant(c, layer, &d);
-        if (!test_failed(c)) {
-            expect_contained(c, dc->what, "o", r.o, r.o_ref, (size_t)sh.T * sh.n_seqs * sh.H_v, sh.D_v, t->tol);
-            expect_contained(c, dc->what, "state", r.s, r.s_ref, (size_t)sh.n_seqs * sh.H_v * sh.D_v, sh.D_k, t->tol);
-        }
+        for (int tok = dc->first; tok < p.sh.T && tok - dc->first < dc->count; tok++)
+            p.d.g[planted_index(&p.d, 4, tok)] = dc->g;
+        run_planted(t, c, &p, dc->what);
         test_release(c, m);
     }
     char note[64];
     snprintf(note, sizeof note, " %d decay cases", n_cases);
-    dn_describe_note(c, &sh, note);
+    dn_describe_note(c, &p.sh, note);
 }
 
 /* ---- the library on ggml's input distribution ------------------------------ */
