@@ -232,11 +232,12 @@ static kdn_status check_pointers_and_options(const kdn_gdn_call *c) {
  * large is a wrapped negative one or garbage). */
 static const uint64_t kMaxViewBytes = (uint64_t)1 << 48;
 
+/* end stays below kMaxViewBytes: steps * nb > room is exactly nb > room / steps. */
 static uint64_t view_bytes(const kdn_tensor *t) {
     uint64_t end = sizeof(float);
     for (int d = 0; d < 4; d++) {
-        uint64_t steps = (uint64_t)(t->ne[d] - 1);
-        if (steps && t->nb[d] >= (kMaxViewBytes - end) / steps) return 0;
+        uint64_t steps = (uint64_t)(t->ne[d] - 1), room = kMaxViewBytes - 1 - end;
+        if (steps && t->nb[d] > room / steps) return 0;
         end += steps * t->nb[d];
     }
     return end;

@@ -347,9 +347,10 @@ static void t_native_context(const Test *t, Ctx *c) {
 
 /* ---- the limits, by status only --------------------------------------------- */
 /* Shapes at each documented limit, just inside and just past it, checked by
- * the workspace query alone (it reads no data): placeholder addresses, each
- * tensor 2^40 bytes from the next, so that none overlaps another; state_dst
- * (when asked for) at 2^52, clear of them all whatever its slots span. */
+ * the workspace query alone (it reads no data): placeholder addresses, the
+ * inputs 2^40 bytes apart (a view spanning more overlaps the next: inputs
+ * may), state_dst (when asked for) at 2^52 and dst at 2^53, clear of every
+ * span under 2^48. */
 typedef struct {
     const char *what;
     int64_t S, H_k, H_v, T, B;
@@ -357,10 +358,12 @@ typedef struct {
     kdn_status want;
     int to_state_dst;          /* the snapshots to state_dst, not dst's tail */
     int64_t state_slot_stride; /* with to_state_dst */
+    size_t q_nb1;              /* q's nb[1] (0: q contiguous) */
 } LimitCase;
 
-#define IN_DST 0, 0
-#define STATE_DST(stride) 1, stride
+#define IN_DST 0, 0, 0
+#define STATE_DST(stride) 1, stride, 0
+#define Q_NB1(nb) 0, 0, nb
 
 static const LimitCase limit_cases[] = {
     {"Qwen3-Next, one sequence of 262144 tokens (v: 2^30 elements)", 128, 16, 32, 262144, 1, 1, KDN_OK, IN_DST},
@@ -372,6 +375,14 @@ static const LimitCase limit_cases[] = {
     {"K = 1, slot stride 2^62 (unread)", 128, 1, 1, 1, 1, 1, KDN_OK, STATE_DST((int64_t)1 << 62)},
     {"K = 2, slots end 4 bytes under 2^48", 128, 1, 1, 1, 1, 2, KDN_OK, STATE_DST(((int64_t)1 << 46) - 16385)},
     {"K = 2, slots end at 2^48", 128, 1, 1, 1, 1, 2, KDN_ERR_STRIDE, STATE_DST(((int64_t)1 << 46) - 16384)},
+    /* a span of 12 + 5 nb bytes (5 steps of 3-float rows) just under 2^48 and past it: 5 does not divide
+     * 2^48 - 12, so the largest stride that fits leaves 4 bytes to spare */
+    {"q spans 2^48 - 4 bytes", 3, 6, 6, 1, 1, 1, KDN_OK, Q_NB1((((size_t)1 << 46) - 4) / 5 * 4)},
+    {"q spans 2^48 + 16 bytes", 3, 6, 6, 1, 1, 1, KDN_ERR_STRIDE, Q_NB1((((size_t)1 << 46) - 4) / 5 * 4 + 4)},
+    {"K = 6 slots of 3 floats end 4 bytes under 2^48", 1, 1, 3, 1, 1, 6, KDN_OK,
+     STATE_DST((((int64_t)1 << 46) - 4) / 5)},
+    {"K = 6 slots of 3 floats end 16 bytes past 2^48", 1, 1, 3, 1, 1, 6, KDN_ERR_STRIDE,
+     STATE_DST((((int64_t)1 << 46) - 4) / 5 + 1)},
 };
 
 static kdn_gdn_call placeholder_call(const LimitCase *l) {
@@ -384,9 +395,10 @@ static kdn_gdn_call placeholder_call(const LimitCase *l) {
     call.g = contiguous((void *)(4 * apart), 1, l->H_v, l->T, l->B);
     call.beta = contiguous((void *)(5 * apart), 1, l->H_v, l->T, l->B);
     call.state = contiguous((void *)(6 * apart), l->S, l->S, l->H_v, l->B);
-    call.dst = (float *)(7 * apart);
+    call.dst = (float *)((uintptr_t)1 << 53);
     call.K = l->K;
     if (l->to_state_dst) call.state_dst = (float *)((uintptr_t)1 << 52), call.state_slot_stride = l->state_slot_stride;
+    if (l->q_nb1) call.q.nb[1] = l->q_nb1;
     return call;
 }
 
