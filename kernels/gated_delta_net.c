@@ -185,7 +185,7 @@ void kdn_deltanet_two_launch_f16dot(const KdnLayerCall *c, const KdnChunkBuffers
  * the recurrent kernel takes every call, the chunked form what it is built for. */
 enum { kDefaultChunk = 64 };
 enum { N_INPUTS = 6, N_VIEWS = 5 }; /* q k v g beta state; the first five may be views */
-static const int64_t kMaxDstElements = (int64_t)1 << 33;
+static const uint64_t kMaxDstElements = (uint64_t)1 << 33;
 enum { VIEW_V = 2 };
 
 /* A checked call: the layer call (views' strides, scale, K, outputs in dst),
@@ -272,31 +272,7 @@ static kdn_status check_layout(const kdn_gdn_call *c) {
     return (uintptr_t)c->dst % sizeof(float) == 0 ? KDN_OK : KDN_ERR_ALIGNMENT;
 }
 
-static kdn_status check_shapes(const kdn_gdn_call *c) {
-    const kdn_tensor *q = &c->q, *k = &c->k, *v = &c->v;
-    if (!same_ne(k, q->ne[0], q->ne[1], q->ne[2], q->ne[3]) || q->ne[0] != v->ne[0]) return KDN_ERR_KEY_DIM;
-    int64_t S = v->ne[0], H_k = q->ne[1], H_v = v->ne[1], T = v->ne[2], n_seqs = v->ne[3];
-    if (q->ne[2] != T || q->ne[3] != n_seqs) return KDN_ERR_TOKENS_SEQS;
-    if (H_v % H_k != 0) return KDN_ERR_HEADS;
-    if (!same_ne(&c->g, 1, H_v, T, n_seqs) && !same_ne(&c->g, S, H_v, T, n_seqs)) return KDN_ERR_GATE_SHAPE;
-    if (!same_ne(&c->beta, 1, H_v, T, n_seqs)) return KDN_ERR_BETA_SHAPE;
-    if (!same_ne(&c->state, S, S, H_v, n_seqs) || !is_contiguous(&c->state)) return KDN_ERR_STATE_SHAPE;
-    if (S > kdn_recurrent_limits.max_D_k || H_v > 65535 || n_seqs > 65535) return KDN_ERR_UNSUPPORTED_SHAPE;
-    /* dst: outputs plus K snapshots, below kMaxDstElements (each factor is
-     * below 2^31 here, so the double products are exact up to the bound) */
-    if ((double)S * H_v * n_seqs * (T + (double)S * c->K) >= (double)kMaxDstElements) return KDN_ERR_UNSUPPORTED_SHAPE;
-    return KDN_OK;
-}
-
-/* ---- aliasing: byte spans that must not meet ----------------------------- */
-typedef struct {
-    uintptr_t begin, end;
-} Span;
-
-static Span span_of(const void *p, uint64_t bytes) { return (Span){(uintptr_t)p, (uintptr_t)p + (uintptr_t)bytes}; }
-
-static int meet(Span a, Span b) { return a.begin < b.end && b.begin < a.end; }
-
+/* ---- dst and the state slots --------------------------------------------- */
 /* A snapshot slot's floats, [S_v, S_v, H_v, n_seqs], and the floats from
  * one slot to the next: a slot's size in dst's tail (state_slot_stride is
  * state_dst's alone), state_slot_stride in state_dst (0: a slot's size). */
@@ -317,10 +293,35 @@ static kdn_tensor state_slots(const kdn_gdn_call *c) {
     return t;
 }
 
-static size_t dst_elements(const kdn_gdn_call *c) {
-    size_t outputs = (size_t)c->v.ne[0] * (size_t)c->v.ne[1] * (size_t)c->v.ne[2] * (size_t)c->v.ne[3];
-    return outputs + (c->state_dst ? 0 : (size_t)c->K * slot_elements(c));
+/* dst's floats: the outputs, then the K slots unless state_dst takes them. */
+static uint64_t dst_elements(const kdn_gdn_call *c) {
+    uint64_t outputs = (uint64_t)c->v.ne[0] * (uint64_t)c->v.ne[1] * (uint64_t)c->v.ne[2] * (uint64_t)c->v.ne[3];
+    return outputs + (c->state_dst ? 0 : (uint64_t)c->K * slot_elements(c));
 }
+
+static kdn_status check_shapes(const kdn_gdn_call *c) {
+    const kdn_tensor *q = &c->q, *k = &c->k, *v = &c->v;
+    if (!same_ne(k, q->ne[0], q->ne[1], q->ne[2], q->ne[3]) || q->ne[0] != v->ne[0]) return KDN_ERR_KEY_DIM;
+    int64_t S = v->ne[0], H_k = q->ne[1], H_v = v->ne[1], T = v->ne[2], n_seqs = v->ne[3];
+    if (q->ne[2] != T || q->ne[3] != n_seqs) return KDN_ERR_TOKENS_SEQS;
+    if (H_v % H_k != 0) return KDN_ERR_HEADS;
+    if (!same_ne(&c->g, 1, H_v, T, n_seqs) && !same_ne(&c->g, S, H_v, T, n_seqs)) return KDN_ERR_GATE_SHAPE;
+    if (!same_ne(&c->beta, 1, H_v, T, n_seqs)) return KDN_ERR_BETA_SHAPE;
+    if (!same_ne(&c->state, S, S, H_v, n_seqs) || !is_contiguous(&c->state)) return KDN_ERR_STATE_SHAPE;
+    if (S > kdn_recurrent_limits.max_D_k || H_v > 65535 || n_seqs > 65535) return KDN_ERR_UNSUPPORTED_SHAPE;
+    /* dst below kMaxDstElements (v, the state and K each below 2^31 here: no overflow) */
+    if (dst_elements(c) >= kMaxDstElements) return KDN_ERR_UNSUPPORTED_SHAPE;
+    return KDN_OK;
+}
+
+/* ---- aliasing: byte spans that must not meet ----------------------------- */
+typedef struct {
+    uintptr_t begin, end;
+} Span;
+
+static Span span_of(const void *p, uint64_t bytes) { return (Span){(uintptr_t)p, (uintptr_t)p + (uintptr_t)bytes}; }
+
+static int meet(Span a, Span b) { return a.begin < b.end && b.begin < a.end; }
 
 /* What a call writes besides its workspace: dst, and state_dst's K slots. */
 enum { WRITES_DST, WRITES_STATE, WRITES_WORKSPACE };

@@ -371,6 +371,7 @@ static const LimitCase limit_cases[] = {
     {"v of 2^31 elements", 2, 1, 1, 1073741824, 1, 1, KDN_ERR_UNSUPPORTED_SHAPE, IN_DST},
     {"dst of 2^33 - 128 elements", 128, 1, 1, 8388608, 1, 458751, KDN_OK, IN_DST},
     {"dst of 2^33 elements", 128, 1, 1, 8388608, 1, 458752, KDN_ERR_UNSUPPORTED_SHAPE, IN_DST},
+    {"the same with state_dst: dst of 2^30 outputs", 128, 1, 1, 8388608, 1, 458752, KDN_OK, STATE_DST(0)},
     /* state_dst's slots (S = 128: 2^14 floats a slot) span less than 2^48 bytes; one slot reads no stride */
     {"K = 1, slot stride 2^62 (unread)", 128, 1, 1, 1, 1, 1, KDN_OK, STATE_DST((int64_t)1 << 62)},
     {"K = 2, slots end 4 bytes under 2^48", 128, 1, 1, 1, 1, 2, KDN_OK, STATE_DST(((int64_t)1 << 46) - 16385)},

@@ -126,16 +126,12 @@ static uint64_t slots_span(const kdn_gdn_call *c) {
     return floats * sizeof(float) >= kMaxSpan ? 0 : (uint64_t)(floats * sizeof(float));
 }
 
-/* dst's floats: the outputs, then the K slots unless state_dst takes them. */
+/* dst's floats, the outputs and then the K slots unless state_dst takes
+ * them (the shapes already valid); 0 when 2^33 or more. */
 static uint64_t dst_floats(const kdn_gdn_call *c) {
     uint64_t outputs = (uint64_t)c->v.ne[0] * (uint64_t)c->v.ne[1] * (uint64_t)c->v.ne[2] * (uint64_t)c->v.ne[3];
-    return outputs + (c->state_dst ? 0 : (uint64_t)c->K * slot_floats(c));
-}
-
-/* docs/api.md's bound on dst: S_v H_v n_seqs (T + K S_v) < 2^33 floats. */
-static int dst_within_bound(const kdn_gdn_call *c) {
-    unsigned __int128 S = (uint64_t)c->v.ne[0], heads = (uint64_t)c->v.ne[1] * (uint64_t)c->v.ne[3];
-    return S * heads * ((uint64_t)c->v.ne[2] + S * (uint64_t)c->K) < kMaxDst;
+    unsigned __int128 n = outputs + (c->state_dst ? 0 : (unsigned __int128)(uint64_t)c->K * slot_floats(c));
+    return n >= kMaxDst ? 0 : (uint64_t)n;
 }
 
 static int overlap(const void *a, uint64_t a_len, const void *b, uint64_t b_len) {
@@ -158,9 +154,9 @@ static int call_allowed(const kdn_gdn_call *c) {
     if (!same_shape(&c->g, 1, H_v, T, B) && !same_shape(&c->g, S, H_v, T, B)) return 0;
     if (!same_shape(&c->beta, 1, H_v, T, B)) return 0;
     if (!same_shape(&c->state, S, S, H_v, B) || !contiguous(&c->state)) return 0;
-    if (S > 256 || H_v > 65535 || B > 65535 || !dst_within_bound(c)) return 0;
+    if (S > 256 || H_v > 65535 || B > 65535) return 0;
     uint64_t dst_bytes = dst_floats(c) * sizeof(float), slots = c->state_dst ? slots_span(c) : 0;
-    if ((uintptr_t)c->dst > UINTPTR_MAX - dst_bytes) return 0;
+    if (!dst_bytes || (uintptr_t)c->dst > UINTPTR_MAX - dst_bytes) return 0;
     if (c->state_dst && ((uintptr_t)c->state_dst % sizeof(float) || !slots || (uintptr_t)c->state_dst > UINTPTR_MAX - slots))
         return 0;
     for (int i = 0; i < N_INPUTS; i++) {
@@ -352,7 +348,7 @@ static uint64_t buffer_bytes(const kdn_gdn_call *c, int i, size_t ws_need) {
     }
     int shapes_ok = elements_of(&c->v) && c->K >= 1 && c->v.ne[0] <= 256;
     if (i == STATE_DST) return shapes_ok && c->state_dst ? slots_span(c) : 0;
-    return shapes_ok && dst_within_bound(c) ? dst_floats(c) * sizeof(float) : 0;
+    return shapes_ok ? dst_floats(c) * sizeof(float) : 0;
 }
 
 /* Whether buffer i lies inside buffer a = at->alias[i] (a has a mapping of
