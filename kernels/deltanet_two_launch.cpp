@@ -55,13 +55,14 @@
 //                 32 C/32 FMAs. V_new = U - W S to LDS; e^gamma (Q S) kept.
 //             G2  O = e^gamma (Q S) + P V_new for the same rows, to o.
 //             G3  S <- e^gamma_last S + K^T (e^(gamma_last - gamma) V_new)
-//                 for state rows 4 rg .. 4 rg + 3, which the thread keeps in
-//                 registers from chunk to chunk and also writes to LDS for the
-//                 next chunk's G1.
+//                 for state rows 4 rg .. 4 rg + 3, read from and written back
+//                 to the slab in LDS (the only copy: no registers held from
+//                 chunk to chunk), for the next chunk's G1.
 //             A barrier after V_new is stored, after G2, after V_new is
 //             rescaled in place, and after G3: 4 per chunk.
 //   LDS       S 128 x 32 + V_new C x 32 floats: 24 KB at C = 64, so two
-//             workgroups (8 waves, 2 per SIMD) share a gfx906 CU.
+//             workgroups (8 waves, 2 per SIMD) share a gfx906 CU; 20 KB at
+//             C = 32, three (the kernel is held to 84 VGPRs there).
 //
 // Both kernels use dynamic LDS (the launchers static_assert <= 64 KB). C = 32
 // and 64 are instantiated; C = 128 or D_k > 128 are refused. Only exponentials
@@ -638,8 +639,16 @@ __device__ __forceinline__ void state_outputs_batch(const StateLds<C> &L, const 
         }
 }
 
+// gfx906 waves per SIMD the pass is compiled for: at C = 32 (20 KB of LDS)
+// three workgroups share a CU, so a B = 1 call's 128 workgroups (Qwen3-Next:
+// 32 heads x 4 slabs) run in one round on 60 CUs instead of 120 + 8. At C = 64
+// (24 KB) LDS allows two, and the scalar-load copy does not fit 84 VGPRs:
+// 1, no bound.
 template <int C, bool kVec>
-__global__ __launch_bounds__(kStateThreads) void kernel_two_launch_state(
+constexpr int kStateWaves = C == 32 && kVec ? 3 : 1;
+
+template <int C, bool kVec>
+__global__ __launch_bounds__(kStateThreads) KDN_GFX906_WAVES_PER_SIMD((kStateWaves<C, kVec>)) void kernel_two_launch_state(
     const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ gamma,
     const float *__restrict__ to_end, const float *__restrict__ U, const float *__restrict__ W,
     const float *__restrict__ P, const float *state_in, float *state_out, float *__restrict__ o, int T, int H_k,
@@ -657,16 +666,15 @@ __global__ __launch_bounds__(kStateThreads) void kernel_two_launch_state(
     const int i0 = rg * kSRows; // this thread's state rows in G3
 
     // St is D_v x D_k (i innermost): column b of the slab is a row of St.
-    float sreg[kSRows][4];
+    // The slab lives in LDS only: registers held across the chunk loop would
+    // count against every step's (gfx906: 3 waves per SIMD need <= 84 VGPRs).
     KDN_UNROLL
     for (int c = 0; c < 4; c++) {
         float col[kSRows];
         load4<kVec>(state_in + head + (size_t)(b0 + cq + c) * D_k + i0, c < ncols ? D_k - i0 : 0, col);
         KDN_UNROLL
-        for (int u = 0; u < kSRows; u++) sreg[u][c] = col[u];
+        for (int u = 0; u < kSRows; u++) L.s[i0 + u][cq + c] = col[u];
     }
-    KDN_UNROLL
-    for (int u = 0; u < kSRows; u++) kdn_store4(&L.s[i0 + u][cq], sreg[u]);
     __syncthreads();
 
     for (int c = c0; c < c1; c++) {
@@ -774,11 +782,14 @@ __global__ __launch_bounds__(kStateThreads) void kernel_two_launch_state(
             }
         }
         const float total = kdn_decay(gc[n - 1]); // once per chunk: decay.h
+        // Rows i0 .. i0 + kSRows - 1 of the slab are this thread's alone.
         KDN_UNROLL
         for (int u = 0; u < kSRows; u++) {
+            float s4[4];
+            kdn_load4(&L.s[i0 + u][cq], s4);
             KDN_UNROLL
-            for (int b = 0; b < 4; b++) sreg[u][b] = fmaf(total, sreg[u][b], acc[u][b]); // mutate: state_update
-            kdn_store4(&L.s[i0 + u][cq], sreg[u]);
+            for (int b = 0; b < 4; b++) s4[b] = fmaf(total, s4[b], acc[u][b]); // mutate: state_update
+            kdn_store4(&L.s[i0 + u][cq], s4);
         }
         __syncthreads();
     }
@@ -786,7 +797,7 @@ __global__ __launch_bounds__(kStateThreads) void kernel_two_launch_state(
     for (int c = 0; c < 4; c++) {
         float col[kSRows];
         KDN_UNROLL
-        for (int u = 0; u < kSRows; u++) col[u] = sreg[u][c];
+        for (int u = 0; u < kSRows; u++) col[u] = L.s[i0 + u][cq + c];
         if (c < ncols) store4<kVec>(state_out + head + (size_t)(b0 + cq + c) * D_k + i0, D_k - i0, col);
     }
 }
@@ -882,6 +893,12 @@ static void launch_state_c(const KdnShape *s, bool vec, int c0, int c1, const fl
         launch_state<C, true>(s, c0, c1, q, k, gamma, to_end, U, W, P, state_in, state_out, o, q_scale);
     else
         launch_state<C, false>(s, c0, c1, q, k, gamma, to_end, U, W, P, state_in, state_out, o, q_scale);
+}
+
+extern "C" int kdn_two_launch_fewest_rounds_chunk(const KdnShape *s) {
+    const long workgroups = (long)KDN_CEIL_DIV(s->D_v, kBV) * s->H_v * s->n_seqs;
+    const long round = KDN_ROUND_WORKGROUPS((kernel_two_launch_state<64, true>), kStateThreads, 2);
+    return workgroups <= round ? 64 : 32;
 }
 
 extern "C" void kdn_two_launch_state(const KdnShape *s, int c0, int c1, const float *q, const float *k,

@@ -48,16 +48,18 @@ const char *kdn_status_message(kdn_status status) {
     return (unsigned)status < KDN_STATUS_COUNT ? messages[status] : "unknown status";
 }
 
-/* ---- dispatch thresholds, per backend and batch ---------------------------
- * KDN_PATH_AUTO runs the token-recurrent kernel up to max_t tokens per
- * sequence and the two-launch chunked form past it. The recurrent kernel's
- * time grows with all tokens of the batch (n_seqs * T) while the chunked
- * form's grows less than linearly in n_seqs (it fills the GPU with chunks), so
- * the crossover in T falls as the batch grows: one row per measured batch,
- * rows by increasing n_seqs. A batch between two rows takes the larger
- * measured batch's row (the lower threshold: never recurrent past a measured
- * crossover of a larger total token count); one past the last row takes the
- * last row. docs/api.md has the table and where each row comes from. */
+/* ---- dispatch, per backend: the chunk size and the thresholds ----------
+ * The chunked path's default C (a call's chunk = 0) is the one its backend
+ * runs fastest. KDN_PATH_AUTO runs the token-recurrent kernel up to max_t
+ * tokens per sequence and the two-launch chunked form past it. The recurrent
+ * kernel's time grows with all tokens of the batch (n_seqs * T) while the
+ * chunked form's grows less than linearly in n_seqs (it fills the GPU with
+ * chunks), so the crossover in T falls as the batch grows: one row per
+ * measured batch, rows by increasing n_seqs. A batch between two rows takes
+ * the larger measured batch's row (the lower threshold: never recurrent past a
+ * measured crossover of a larger total token count); one past the last row
+ * takes the last row. docs/api.md has the table and where each row comes
+ * from. */
 typedef struct {
     int n_seqs, max_t;
 } CrossoverRow;
@@ -66,31 +68,46 @@ enum { kMaxCrossoverRows = 4 };
 
 typedef struct {
     const char *backend;
+    int chunk; /* 0: kdn_two_launch_fewest_rounds_chunk, per shape */
     int n_rows;
     CrossoverRow rows[kMaxCrossoverRows];
-} Crossover;
+} BackendDispatch;
 
 /* H100, tools/crossover.sh, results/h100-crossover.tsv (docs/performance.md):
  * recurrent faster up to T = 160 at B = 1 (two-launch from 192), up to 32 at
  * B = 4 (two-launch from 64) */
 #define H100_ROWS 2, {{1, 160}, {4, 32}}
 
-static const Crossover crossovers[] = {
-    {"cuda", H100_ROWS},
-    /* not yet measured on an MI50: the H100 rows until tools/crossover.sh runs there */
-    {"hip", H100_ROWS},
-    /* emulation, no speed to measure: the GPUs' rows, so CI runs both sides of the same splits */
-    {"cpu", H100_ROWS},
+/* gfx906, the product. Chunk: simulated (tools/gfx906_sim.py on the ROCm 6.4
+ * objects, docs/performance.md): C = 64 while its state pass runs in one
+ * round of the 60 CUs (8 value heads, T = 512: 329 against 368 us at C = 32),
+ * else 32, three workgroups per CU (32 heads, T = 512: 598 against 783 us).
+ * Thresholds: not yet measured on an MI50, the H100 rows. */
+#define GFX906_DISPATCH 0, H100_ROWS
+
+static const BackendDispatch dispatches[] = {
+    {"cuda", 64, H100_ROWS},
+    {"hip", GFX906_DISPATCH},
+    /* emulation, no speed to measure: the product's choices, so CI runs the
+     * MI50's kernels on both sides of the same splits (and tools/gfx906_sim.py
+     * records the launches an MI50 gets) */
+    {"cpu", GFX906_DISPATCH},
 };
 
-static const Crossover *backend_crossover(void) {
-    for (size_t i = 0; i < sizeof crossovers / sizeof crossovers[0]; i++)
-        if (strcmp(crossovers[i].backend, kdn_backend()) == 0) return &crossovers[i];
-    return &crossovers[0];
+static const BackendDispatch *backend_dispatch(void) {
+    for (size_t i = 0; i < sizeof dispatches / sizeof dispatches[0]; i++)
+        if (strcmp(dispatches[i].backend, kdn_backend()) == 0) return &dispatches[i];
+    return &dispatches[0];
+}
+
+/* The chunk size of a call that leaves it to the library (chunk = 0). */
+static int default_chunk(const KdnShape *s) {
+    const int chunk = backend_dispatch()->chunk;
+    return chunk ? chunk : kdn_two_launch_fewest_rounds_chunk(s);
 }
 
 int kdn_gdn_recurrent_max_t(int n_seqs) {
-    const Crossover *c = backend_crossover();
+    const BackendDispatch *c = backend_dispatch();
     int i = 0;
     while (i < c->n_rows - 1 && n_seqs > c->rows[i].n_seqs) i++; /* past the last row: the last row */
     return c->rows[i].max_t;
@@ -183,7 +200,6 @@ void kdn_deltanet_two_launch_f16dot(const KdnLayerCall *c, const KdnChunkBuffers
 /* ---- checking a call ---------------------------------------------------- */
 /* The largest S_v and the chunk sizes are the kernels' (kdn.h's KdnLimits):
  * the recurrent kernel takes every call, the chunked form what it is built for. */
-enum { kDefaultChunk = 64 };
 enum { N_INPUTS = 6, N_VIEWS = 5 }; /* q k v g beta state; the first five may be views */
 static const uint64_t kMaxDstElements = (uint64_t)1 << 33;
 enum { VIEW_V = 2 };
@@ -381,7 +397,7 @@ static kdn_status plan_call(const kdn_gdn_call *c, Plan *p) {
     s->H_k = (int)c->q.ne[1];
     s->H_v = (int)c->v.ne[1];
     s->D_k = s->D_v = (int)c->v.ne[0];
-    s->chunk = c->chunk ? c->chunk : kDefaultChunk;
+    s->chunk = c->chunk ? c->chunk : default_chunk(s);
     s->head_map = c->head_map;
     for (int i = 0; i < N_VIEWS; i++) {
         const kdn_tensor *t = inputs(c, i);

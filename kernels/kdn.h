@@ -103,6 +103,12 @@ void kdn_two_launch_state(const KdnShape *s, int c0, int c1, const float *q, con
                           const float *to_end, const float *U, const float *W, const float *P, const float *state_in,
                           float *state_out, float *o, float q_scale);
 
+/* The chunk size of the fewest state-pass rounds (a round: the workgroups the
+ * device runs at once): 64 when the C = 64 pass's workgroups for shape s
+ * (C ignored) fit one round, else 32, whose pass holds more workgroups per
+ * gfx906 CU (3 against 2). */
+int kdn_two_launch_fewest_rounds_chunk(const KdnShape *s);
+
 /* ---- the library's dispatch (kernels/gated_delta_net.c) ------------------
  * kdn_gated_delta_net (gated_delta_net.h) checks a call, stages the views
  * the chunked kernels cannot read, and ends in kdn_layer_run; the tests,

@@ -206,6 +206,16 @@ int kdn_round_workgroups(const void *kernel, int threads);
 #define KDN_ROUND_WORKGROUPS(kernel, threads, gfx906_per_cu) kdn_round_workgroups((const void *)(kernel), (threads))
 #endif
 
+// The gfx906 occupancy a kernel is compiled for: its waves per SIMD, which
+// caps its VGPRs at 256 / waves (the compiler must fit them without scratch;
+// make resources-check fails otherwise). Only the gfx906 build is held to it:
+// other targets keep their own register allocation.
+#if defined(KDN_BACKEND_HIP)
+#define KDN_GFX906_WAVES_PER_SIMD(waves) __attribute__((amdgpu_waves_per_eu(waves)))
+#else
+#define KDN_GFX906_WAVES_PER_SIMD(waves)
+#endif
+
 // Full unrolling of a loop with a compile-time trip count, so that arrays
 // indexed by its counter stay in registers.
 // KDN_NO_UNROLL keeps a loop rolled where unrolling would let the compiler
