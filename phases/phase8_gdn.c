@@ -271,6 +271,50 @@ static void t_gdn(const Test *t, Ctx *c) {
                    sh->chunk, path_name(path), where[sh->state_dst], e_o, e_s);
 }
 
+/* ---- the library's chunk size ------------------------------------------
+ * docs/api.md: chunk = 0 is 64 on cuda; on hip and the CPU emulation 64
+ * while the C = 64 state pass's workgroups (ceil(S_v / 32) per value head
+ * and sequence) fit one round of an MI50 (60 CUs x 2), else 32. */
+static int documented_chunk(const Case *k) {
+    if (strcmp(kdn_gdn_backend(), "cuda") == 0) return 64;
+    return (long)((k->S + 31) / 32) * k->H_v * k->B <= 60 * 2 ? 64 : 32;
+}
+
+/* dst of the chunked path at `chunk` (state in dst), downloaded. */
+static float *chunked_dst(Ctx *c, const Case *k, const Shape *sh, int chunk) {
+    float *dst = dev_out(c, "dst", k->n_dst), *got = host_f(c, k->n_dst);
+    kdn_gdn_call call = call_of(k, sh, dst);
+    call.chunk = chunk;
+    call.path = KDN_PATH_CHUNKED;
+    size_t ws = 0;
+    kdn_status st = kdn_gdn_workspace_size(&call, &ws);
+    float *workspace = st == KDN_OK && ws ? dev_out(c, "workspace", ws / sizeof(float) + 1) : NULL;
+    if (st == KDN_OK) st = kdn_gated_delta_net(&call, workspace, ws);
+    if (st != KDN_OK) test_fail(c, "chunk %d: %s %s", chunk, kdn_status_message(st), kdn_gdn_error_detail());
+    if (!test_failed(c) && dev_sync(c) == 0) download(c, got, dst, k->n_dst);
+    return got;
+}
+
+/* chunk = 0 gives, bit for bit, what the documented chunk gives, and not
+ * what the other one gives (the two round differently: the check can tell). */
+static void t_gdn_default_chunk(const Test *t, Ctx *c) {
+    Case k = make_case(c, &t->shape);
+    const int want = documented_chunk(&k);
+    const float *dflt = chunked_dst(c, &k, &t->shape, 0), *same = chunked_dst(c, &k, &t->shape, want),
+                *other = chunked_dst(c, &k, &t->shape, want == 64 ? 32 : 64);
+    if (test_failed(c)) return;
+    if (memcmp(same, other, k.n_dst * sizeof(float)) == 0) {
+        test_fail(c, "C = 32 and C = 64 give the same bits: the check cannot tell them apart");
+        return;
+    }
+    double *want_bits = host_d(c, k.n_dst);
+    for (size_t i = 0; i < k.n_dst; i++) want_bits[i] = same[i];
+    char what[64];
+    snprintf(what, sizeof what, "dst of chunk 0 against C = %d's", want);
+    expect_close_host(c, what, dflt, want_bits, (int)(k.n_dst / k.S), k.S, t->tol);
+    set_shape_desc(c, "S=%d Hv=%d T=%d B=%d: chunk 0 runs C=%d (%s)", k.S, k.H_v, k.T, k.B, want, kdn_gdn_backend());
+}
+
 /* ---- bad calls -------------------------------------------------------- */
 typedef void (*Breaker)(kdn_gdn_call *call, size_t *ws, float **workspace);
 
@@ -497,6 +541,9 @@ static const Test tests[] = {
     {8, "gdn_in_place_decode", "library", TOL_GDN, {GDN(128, 2, 4, 1, 2), SNAP(1), IN_PLACE}, t_gdn},
     {8, "gdn_in_place_T130_chunked", "library", TOL_GDN,
      {GDN(32, 2, 4, 130, 2), SNAP(1), IN_PLACE, PATH(KDN_PATH_CHUNKED)}, t_gdn},
+    /* chunk 0: one round of C = 64 state workgroups on an MI50 (32) or more (128) */
+    {8, "gdn_default_chunk_one_round", "library", TOL_EXACT, {GDNC(16, 8, 32, 70, 1, 0), SNAP(1)}, t_gdn_default_chunk},
+    {8, "gdn_default_chunk_rounds", "library", TOL_EXACT, {GDNC(16, 8, 32, 70, 4, 0), SNAP(1)}, t_gdn_default_chunk},
     {8, "gdn_bad_calls", "library", TOL_EXACT, {GDN(16, 2, 4, 10, 2), SNAP(1)}, t_gdn_bad_calls},
 };
 
