@@ -78,12 +78,16 @@ typedef struct {
  * B = 4 (two-launch from 64) */
 #define H100_ROWS 2, {{1, 160}, {4, 32}}
 
-/* gfx906, the product. Chunk: simulated (tools/gfx906_sim.py on the ROCm 6.4
- * objects, docs/performance.md): C = 64 while its state pass runs in one
- * round of the 60 CUs (8 value heads, T = 512: 329 against 368 us at C = 32),
- * else 32, three workgroups per CU (32 heads, T = 512: 598 against 783 us).
- * Thresholds: not yet measured on an MI50, the H100 rows. */
-#define GFX906_DISPATCH 0, H100_ROWS
+/* gfx906, the product, from the simulator (tools/gfx906_sim.py on the ROCm
+ * 6.4 objects, results/gfx906-sim.tsv, docs/performance.md); no MI50 has
+ * measured it. Chunk: 64 while its state pass runs in one round of the 60
+ * CUs (8 value heads, T = 512: 329 against 368 us at C = 32), else 32, three
+ * workgroups per CU (32 heads, T = 512: 598 against 783 us). B = 1:
+ * recurrent faster up to T = 256 (312 against 314 us), two-launch from 320
+ * (381 against 391). B = 4: recurrent simulated 2-10 % faster at every T up
+ * to 4096, a margin inside the simulator's error: the H100's 32 until an
+ * MI50 measures it. */
+#define GFX906_DISPATCH 0, 2, {{1, 256}, {4, 32}}
 
 static const BackendDispatch dispatches[] = {
     {"cuda", 64, H100_ROWS},

@@ -47,7 +47,7 @@ fault rec_delta $R rec_delta 's/d\[i\] = cur.beta \*/d[i] = 0.999f * cur.beta */
 fault rec_decay $R rec_state 's/S\[i\]\[r\] = fmaf\(cur.k\[r\], d\[i\], a \* S\[i\]\[r\]\)/S[i][r] = fmaf(cur.k[r], d[i], 0.999f * a * S[i][r])/' "$REC"
 fault rec_decay_after_update $R rec_state 's/S\[i\]\[r\] = fmaf\(cur.k\[r\], d\[i\], a \* S\[i\]\[r\]\)/S[i][r] = a * fmaf(cur.k[r], d[i], S[i][r])/' "$REC"
 # ggml's scale of q wrong (its square root) in the chunked path's outputs (the library's rows through the chunked kernels)
-fault two_launch_q_scale $W two_launch_q_scale 's/xq\[a\]\[b\] \*= q_scale;/xq[a][b] *= sqrtf(q_scale);/' 'gdn_T64_chunked gdn_T200_auto_perm'
+fault two_launch_q_scale $W two_launch_q_scale 's/xq\[a\]\[b\] \*= q_scale;/xq[a][b] *= sqrtf(q_scale);/' 'gdn_T64_chunked gdn_T300_auto_perm'
 # KDA: token t's row factors read from the buffer being filled with token t + 1's
 fault kda_factor_buffer $R kda_factors 's/kda, t & 1,/kda, (t + 1) & 1,/' 'gdn_*kda*'
 # the per-token decay factor off by 2^-23 with a steady sign (as CUDA's expf was, a tenth of it:
