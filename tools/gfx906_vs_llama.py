@@ -24,12 +24,14 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import gfx906_isa as isa  # noqa: E402
 import gfx906_sim as sim  # noqa: E402
 
-# The issue's shapes (T tokens per sequence, B sequences) at Qwen3-Next's layer: decode, then prompts.
-SHAPES = [(1, 1), (1, 4), (64, 1), (512, 1), (4096, 1)]
+# (T tokens per sequence, B sequences, gate) at Qwen3-Next's layer: decode, prompts, then the per-key (KDA)
+# gate g [S, H_V, T, B] of Kimi-Linear's layer, which libkdn runs on its recurrent kernel.
+SHAPES = [(1, 1, "scalar"), (1, 4, "scalar"), (64, 1, "scalar"), (512, 1, "scalar"), (4096, 1, "scalar"),
+          (64, 1, "key"), (512, 1, "key")]
 H_V, H_K, S = 32, 16, 128
 TABLE = os.path.join(isa.ROOT, "results/gfx906-vs-llama.tsv")
-# ggml's kernel for the call llama.cpp makes: S_v = 128, scalar gate, final state only (K = 1).
-LLAMA_KERNEL = "gated_delta_net_cuda<128, false, false>"
+# ggml's kernel for the call llama.cpp makes: S_v = 128, the gate's kind (KDA or not), final state only (K = 1).
+LLAMA_KERNEL = "gated_delta_net_cuda<128, %s, false>"
 LLAMA_WARPS = 4  # rows of 64 lanes per workgroup, one state column each (ggml's launcher)
 
 
@@ -61,6 +63,10 @@ def fastdiv_magic(d):
     return ((1 << 32) * ((1 << shift) - d) // d + 1) & 0xffffffff, shift, d
 
 
+def llama_kernel(gate):
+    return LLAMA_KERNEL % ("true" if gate == "key" else "false")
+
+
 def llama_args(code, T, B):
     """The kernel-argument segment of ggml's launch for contiguous q, k [S, H_K, T, B], v [S, H_V, T, B],
     g and beta [1, H_V, T, B] (strides in floats, as ggml passes them), placed at the offsets the code
@@ -74,22 +80,23 @@ def llama_args(code, T, B):
             ("<III", fastdiv_magic(1)), ("<f", S ** -0.5), ("<q", S * S * H_V * B), ("<i", 1)])
     if [a["size"] for a in args] != [struct.calcsize(f) for f, _ in vals]:
         sys.exit("gfx906_vs_llama: %s's arguments are not the ones this tool knows (%s)" % (
-            LLAMA_KERNEL, [a["size"] for a in args]))
+            code.name, [a["size"] for a in args]))
     for a, (fmt, v) in zip(args, vals):
         struct.pack_into(fmt, seg, a["offset"], *(v if isinstance(v, tuple) else (v,)))
     return bytes(seg)
 
 
-def llama_us(code, T, B):
+def llama_us(code, T, B, gate):
     """ggml's launch simulated; its HBM floor is the state's round trip and each token's vectors."""
-    nbytes = 4 * (2 * S * S * H_V * B + T * B * (2 * S * H_K + 2 * S * H_V + 2 * H_V))
+    g_floats = S * H_V if gate == "key" else H_V
+    nbytes = 4 * (2 * S * S * H_V * B + T * B * (2 * S * H_K + 2 * S * H_V + H_V + g_floats))
     launch = sim.Launch((H_V, B, S // LLAMA_WARPS), (64, LLAMA_WARPS, 1), 0, llama_args(code, T, B), hbm_bytes=nbytes)
     return sim.simulate_cached(code, launch)["us"]
 
 
-def ours_us(objects, toolchain, T, B):
+def ours_us(objects, toolchain, T, B, gate):
     """kdn_gated_delta_net's automatic path: the sum of its launches."""
-    rows = sim.product_rows(objects, toolchain, shapes=[(T, B)], paths=(("auto", "auto"),))
+    rows = sim.product_rows(objects, toolchain, shapes=[(T, B, H_V, gate)], paths=(("auto", "auto"),))
     return next(r["us"] for r in rows if r["kernel"] == "total")
 
 
@@ -115,15 +122,17 @@ def main(argv):
     objects = product_objects(co_dir)
     llama = sim.load(build_llama(argv[1], co_dir))
     names = isa.demangle(list(llama))
-    code = next((c for n, c in llama.items() if names[n].startswith("void " + LLAMA_KERNEL)), None)
-    if code is None:
-        sys.exit("gfx906_vs_llama: no %s in %s" % (LLAMA_KERNEL, argv[1]))
+    codes = {}
+    for gate in sorted({g for _, _, g in SHAPES}):
+        codes[gate] = next((c for n, c in llama.items() if names[n].startswith("void " + llama_kernel(gate))), None)
+        if codes[gate] is None:
+            sys.exit("gfx906_vs_llama: no %s in %s" % (llama_kernel(gate), argv[1]))
     print("MI50 (gfx906) simulation, %s objects -- a simulation, not a measurement" % toolchain)
     print("%-14s %10s %10s %7s" % ("shape", "ours us", "llama us", "ratio"))
     rows = []
-    for T, B in SHAPES:
-        ours, theirs = ours_us(objects, toolchain, T, B), llama_us(code, T, B)
-        shape = "T=%d B=%d" % (T, B)
+    for T, B, gate in SHAPES:
+        ours, theirs = ours_us(objects, toolchain, T, B, gate), llama_us(codes[gate], T, B, gate)
+        shape = "T=%d B=%d" % (T, B) + (" KDA" if gate == "key" else "")
         rows.append([toolchain, shape, "%.1f" % ours, "%.1f" % theirs, "%.2f" % (theirs / ours)])
         print("%-14s %10.1f %10.1f %7.2f" % (shape, ours, theirs, theirs / ours), flush=True)
     sim.merge_tsv(TABLE, ["toolchain", "shape", "ours_us", "llama_us", "ratio"], rows, toolchain)
