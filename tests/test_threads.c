@@ -47,11 +47,13 @@ typedef struct {
 } Shape;
 
 /* Every path: decode, a short prompt (recurrent), a prompt past the
- * crossover (chunked, AUTO) and a forced chunked call with a partial chunk. */
+ * crossover (chunked, AUTO: past every backend's B = 1 threshold, which
+ * test_signals_during_launch checks) and a forced chunked call with a
+ * partial chunk. */
 static const Shape shapes[] = {
     {32, 2, 4, 1, 2, KDN_PATH_AUTO},
     {32, 2, 4, 40, 1, KDN_PATH_RECURRENT},
-    {32, 2, 4, 200, 1, KDN_PATH_AUTO},
+    {32, 2, 4, 300, 1, KDN_PATH_AUTO},
     {16, 1, 2, 70, 2, KDN_PATH_CHUNKED},
 };
 enum { N_SHAPES = sizeof shapes / sizeof shapes[0] };
@@ -399,6 +401,8 @@ static void *send_vtalrm(void *arg) {
 static void test_signals_during_launch(void) {
     Case c;
     make_case(&c, &shapes[2], 13u);
+    kdn_path path = KDN_PATH_AUTO;
+    CHECK(kdn_gdn_chosen_path(&c.call, &path) == KDN_OK && path == KDN_PATH_CHUNKED);
     CHECK(run_case(&c) == KDN_OK);
     float *alone = malloc(c.n_dst * sizeof(float));
     memcpy(alone, result(&c), c.n_dst * sizeof(float));
