@@ -401,7 +401,6 @@ static kdn_status plan_call(const kdn_gdn_call *c, Plan *p) {
     s->H_k = (int)c->q.ne[1];
     s->H_v = (int)c->v.ne[1];
     s->D_k = s->D_v = (int)c->v.ne[0];
-    s->chunk = c->chunk ? c->chunk : default_chunk(s);
     s->head_map = c->head_map;
     for (int i = 0; i < N_VIEWS; i++) {
         const kdn_tensor *t = inputs(c, i);
@@ -419,6 +418,10 @@ static kdn_status plan_call(const kdn_gdn_call *c, Plan *p) {
     l->snap_stride = (long)slot_stride(c); // mutate: snap_stride
     p->path = c->path;
     p->chunked = kdn_layer_chunked(l, c->path);
+    /* chunk 0: the backend's choice, made only where the chunked path runs
+     * (on a GPU it asks the runtime for the state pass's occupancy); the
+     * recurrent kernel reads no chunk size. */
+    s->chunk = c->chunk ? c->chunk : p->chunked ? default_chunk(s) : 0;
     return KDN_OK;
 }
 
