@@ -6,7 +6,7 @@
 #   make BACKEND=cpu RACECHECK=1  ... with the executor's LDS race detector
 #   make TOOLCHAIN=rocm6 ...      HIP with ROCm 6.4 (Debian forky's hipcc, clang 21: what
 #                                 MI50 users build with) in a chroot under build/rocm6
-#                                 (tools/rocm6_chroot.sh; ROCM6_CHROOT=DIR reuses one)
+#                                 (tools/setup/rocm6_chroot.sh; ROCM6_CHROOT=DIR reuses one)
 BACKEND    ?= hip
 HIPCC      ?= hipcc
 GPU_TARGET ?= gfx906
@@ -21,7 +21,7 @@ LIBS_CC     = $(CC)
 HOST_HIPCC  = $(HIPCC)
 
 # TOOLCHAIN=rocm6: hipcc and LLVM's tools run in the ROCm 6.4 chroot (the
-# wrappers in build/rocm6/bin, written by `tools/rocm6_chroot.sh setup`, which
+# wrappers in build/rocm6/bin, written by `tools/setup/rocm6_chroot.sh setup`, which
 # makes the chroot the first time: root, debootstrap, 3 GB, network); the
 # HIP objects go to build/hip-rocm6, the ISA lens's to build/isa-rocm6.
 # TOOLCHAIN=host (the default): the host's hipcc (Debian 12: ROCm 5.2).
@@ -218,10 +218,10 @@ $(BUILD)/harness/report.o: $(BUILD)/provenance.stamp
 $(BUILD)/harness/report.o: CFLAGS += -DKDN_PROVENANCE='"$(PROVENANCE)"'
 .PHONY: FORCE
 
-# What make test needs and this machine lacks, from Debian's archive (tools/deps.sh).
+# What make test needs and this machine lacks, from Debian's archive (tools/setup/deps.sh).
 .PHONY: deps
 deps:
-	@tools/deps.sh
+	@tools/setup/deps.sh
 
 check-env:
 	@echo "backend:  $(BACKEND)"
@@ -278,7 +278,7 @@ calibrate: $(TOOLCHAIN_READY)
 
 # The ROCm 6.4 chroot and its tool wrappers (made once, then only checked).
 rocm6-chroot:
-	@tools/rocm6_chroot.sh setup
+	@tools/setup/rocm6_chroot.sh setup
 
 include tests/tests.mk
 

@@ -27,7 +27,7 @@
 //
 // Cost: gfx906 17 VALU instructions where hipcc's expf took 13 (v_exp_f32 is
 // not correctly rounded either); H100 within the noise of expf at T <= 64
-// (tools/ab.sh against an expf build: results/h100-ab-decay-*.tsv).
+// (tools/gpu/ab.sh against an expf build: results/h100-ab-decay-*.tsv).
 #pragma once
 #include "backend/backend.h"
 

@@ -73,7 +73,7 @@ typedef struct {
     CrossoverRow rows[kMaxCrossoverRows];
 } BackendDispatch;
 
-/* H100, tools/crossover.sh, results/h100-crossover.tsv (docs/performance.md):
+/* H100, tools/gpu/crossover.sh, results/h100-crossover.tsv (docs/performance.md):
  * recurrent faster up to T = 160 at B = 1 (two-launch from 192), up to 32 at
  * B = 4 (two-launch from 64) */
 #define H100_ROWS 2, {{1, 160}, {4, 32}}

@@ -1,5 +1,5 @@
 #!/bin/sh
-# tools/deps.sh installs only what is missing: on PATHs of stub tools, its
+# tools/setup/deps.sh installs only what is missing: on PATHs of stub tools, its
 # --list names Debian's nodejs/npm only where no npm is found (a Node.js from
 # another source must stay: Debian's nodejs conflicts with it), the ROCm
 # packages only where no hipcc is found, and nothing else that is present.
@@ -18,7 +18,7 @@ stubs() {
     shift
     for t in "$@"; do printf '#!/bin/sh\n' >"$tmp/$dir/$t" && chmod +x "$tmp/$dir/$t"; done
 }
-listed() { PATH="$tmp/$1" /bin/bash tools/deps.sh --list; }
+listed() { PATH="$tmp/$1" /bin/bash tools/setup/deps.sh --list; }
 ALL="make cc g++ hipcc llvm-objdump-15 c++filt python3 xmllint"
 stubs foreign_node $ALL npm
 [ "$(listed foreign_node)" = "$numpy" ] || fail "with every tool and a foreign npm it lists '$(listed foreign_node)'"

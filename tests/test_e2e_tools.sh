@@ -1,5 +1,5 @@
 #!/bin/sh
-# The end-to-end tools without a GPU or llama.cpp (tools/e2e_bench.sh needs both to measure):
+# The end-to-end tools without a GPU or llama.cpp (tools/e2e/e2e_bench.sh needs both to measure):
 #   e2e_kl.c        KL, top-1 agreement and logit RMS on hand-made dumps whose answers are worked out below,
 #                   non-finite logits and shape mismatches refused
 #   e2e_stats.py    the ratio's geometric mean and t-interval, --check, the op table from an ncu CSV whose
@@ -18,7 +18,7 @@ near() { python3 -c "import sys; a, b, e = map(float, sys.argv[1:]); sys.exit(ab
 field() { printf '%s\n' "$1" | cut -f"$2"; }
 
 # --- e2e_kl -----------------------------------------------------------------------------------------------------
-${CC:-cc} -std=c11 -O2 -Wall -Wextra -Werror tools/e2e_kl.c -lm -o "$t/e2e_kl"
+${CC:-cc} -std=c11 -O2 -Wall -Wextra -Werror tools/e2e/e2e_kl.c -lm -o "$t/e2e_kl"
 # dump FILE N_VOCAB LOGIT...: positions = number of logits / N_VOCAB
 dump() {
     python3 -c "import struct, sys; v = int(sys.argv[2]); x = [float(a) for a in sys.argv[3:]]
@@ -61,13 +61,13 @@ with open(sys.argv[1], "w") as f:
     f.write(json.dumps({"e2e_round": 4, "e2e_impl": "kdn", "n_prompt": 4, "n_gen": 0, "n_ubatch": 512,
                         "avg_ts": 1.0}) + "\n")
 EOF
-row=$(python3 tools/e2e_stats.py bench "$t/bench.jsonl" | sed -n 2p)
+row=$(python3 tools/e2e/e2e_stats.py bench "$t/bench.jsonl" | sed -n 2p)
 [ "$(field "$row" 1)" = pp4/ub512 ] && near "$(field "$row" 4)" 1.05 1e-4 &&
     near "$(field "$row" 5)" "$(python3 -c 'import math; print(1.05 * math.exp(-0.0183713))')" 1e-4 &&
     near "$(field "$row" 6)" "$(python3 -c 'import math; print(1.05 * math.exp(0.0183713))')" 1e-4 &&
     [ "$(field "$row" 8)" = 4 ] || fail "e2e_stats bench: $row"
-python3 tools/e2e_stats.py bench "$t/bench.jsonl" --check 0.02 > /dev/null || fail "e2e_stats --check 0.02 refused 1.8 %"
-python3 tools/e2e_stats.py bench "$t/bench.jsonl" --check 0.015 > /dev/null &&
+python3 tools/e2e/e2e_stats.py bench "$t/bench.jsonl" --check 0.02 > /dev/null || fail "e2e_stats --check 0.02 refused 1.8 %"
+python3 tools/e2e/e2e_stats.py bench "$t/bench.jsonl" --check 0.015 > /dev/null &&
     fail "e2e_stats --check 0.015 passed 1.8 %"
 
 # --- e2e_stats.py op --------------------------------------------------------------------------------------------
@@ -83,7 +83,7 @@ with open(sys.argv[1], "w") as f:
     f.write(row(3, "gated_delta_net_cuda"))
     f.write("### ggml 4 0 512\n" + head + "".join(row(3, "gated_delta_net_cuda") for _ in range(4)))
 EOF
-row=$(python3 tools/e2e_stats.py op "$t/op.txt" "$t/bench.jsonl" | sed -n 2p)
+row=$(python3 tools/e2e/e2e_stats.py op "$t/op.txt" "$t/bench.jsonl" | sed -n 2p)
 # kdn: (6 x 1 + 3) us / 4 calls = 2.25 us, ggml 3 us: 1.333, 7 kernels / 4 calls; shares (time per token x
 # tokens per second of the complete rounds): kdn 2.25e-6 x 4 / 4 x 1050 x 100 = 0.24 %, ggml 3e-6 x 1000 x 100 = 0.3 %
 [ "$(field "$row" 2)" = 4 ] && near "$(field "$row" 3)" 2.25 0 && near "$(field "$row" 4)" 3.0 0 &&
@@ -129,7 +129,7 @@ EOF
 printf '#!/bin/sh\nprintf "1\\t0\\t0\\t0\\t1\\t0\\t0\\n"\n' > "$t/bin/e2e_kl"
 chmod +x "$t/bin/"*
 touch "$t/work/qwen35moe.gguf" "$t/work/qwen35moe-gates101.gguf"
-e2e() { PATH="$t/bin:$PATH" bash tools/e2e_bench.sh --smoke --steps bench,op,kl --rounds-min 2 --rounds-max 6 \
+e2e() { PATH="$t/bin:$PATH" bash tools/e2e/e2e_bench.sh --smoke --steps bench,op,kl --rounds-min 2 --rounds-max 6 \
             --work "$t/work" --build-dir "$t" "$@" "$t/src" "$t/out" > "$t/e2e.out" 2>&1; }
 if e2e; then
     [ "$(sed -n 2p "$t/out/bench.tsv" | cut -f8)" = 2 ] || fail "e2e_bench.sh: no stop at --rounds-min 2 with exact ratios"

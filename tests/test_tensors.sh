@@ -7,7 +7,7 @@
 # numpy-written float64 files load; malformed files are clear errors (exit 2);
 # --set runs a Qwen3.5-like shape and refuses impossible ones (exit 2);
 # --bench prints its table, no progress line goes to a pipe; its log carries
-# each variant's bytes and flops, which tools/roofline.sh reads.
+# each variant's bytes and flops, which tools/gpu/roofline.sh reads.
 set -u
 bin=$1
 tmp=$(mktemp -d)
@@ -231,7 +231,7 @@ fi
 grep -q "test 1 of" "$tmp/err" && fail "progress line written to a pipe"
 ok
 # the log's bench rows carry each variant's bytes and flops per call, which
-# tools/roofline.sh reads: recurrent_x36 is 36 recurrent calls, a state copy
+# tools/gpu/roofline.sh reads: recurrent_x36 is 36 recurrent calls, a state copy
 # moves less than the recurrent layer (its state and inputs) and computes nothing
 awk -F'\t' '/^#/ { next } !("bytes" in col) { for (c = 1; c <= NF; c++) col[$c] = c; next }
     $3 ~ /^bench:/ { b[substr($3, 7)] = $col["bytes"]; f[substr($3, 7)] = $col["flops"] }
@@ -241,9 +241,9 @@ awk -F'\t' '/^#/ { next } !("bytes" in col) { for (c = 1; c <= NF; c++) col[$c] 
                  s > 0 && s < r && f["state_copy"] == 0) }' "$tmp/bench.tsv" ||
     fail "--bench --log: bytes/flops per variant inconsistent: $(grep bench: "$tmp/bench.tsv")"
 root=$(dirname "$0")/..
-bash "$root/tools/roofline.sh" "$tmp/bench.tsv" >"$tmp/roofline.tsv" || fail "tools/roofline.sh on a --bench log"
+bash "$root/tools/gpu/roofline.sh" "$tmp/bench.tsv" >"$tmp/roofline.tsv" || fail "tools/gpu/roofline.sh on a --bench log"
 [ "$(cut -f 2 "$tmp/roofline.tsv" | tr '\n' ' ')" = "variant recurrent two_launch state_copy recurrent_x36 " ] ||
-    fail "tools/roofline.sh: not one row per variant: $(cat "$tmp/roofline.tsv")"
+    fail "tools/gpu/roofline.sh: not one row per variant: $(cat "$tmp/roofline.tsv")"
 ok
 
 echo "tensors: $checks checks passed"

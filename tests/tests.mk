@@ -13,8 +13,8 @@
 #   the command line's exit statuses and determinism (tests/cli.sh),
 #   --dump/--load/--set round trips, read back with numpy (tests/test_tensors.sh),
 #   .github/workflows against the workflow schema (tests/test_workflows.sh),
-#   tools/deps.sh installing only what is missing (tests/test_deps.sh),
-#   results/index.tsv naming every file of results/ (tools/results_index.py),
+#   tools/setup/deps.sh installing only what is missing (tests/test_deps.sh),
+#   results/index.tsv naming every file of results/ (tools/report/results_index.py),
 #   no issue numbers or work periods in the tree (make history-check),
 #   every #include pointing down the layers, no loop (tests/test_layers.py),
 #   the reference against itself, result logs and reports,
@@ -99,7 +99,7 @@ fuzz:
 .PHONY: test-asan test-gfx906 test-schedules test-race mutate history-check check
 # make check: the developer's loop, CPU only, no toolchain beyond gcc and
 # python3 (under 2 minutes on 2 cores once built): the harness's unit tests,
-# the include layers, the planted faults' markers, tools/deps.sh, the results
+# the include layers, the planted faults' markers, tools/setup/deps.sh, the results
 # index, the tree's words, the gfx906 simulator's self-test, and the ladder's
 # quick rows against the baseline.
 # make test (CI) runs all of these and everything else.
@@ -109,7 +109,7 @@ check:
 	@python3 tests/test_layers.py --self-test && python3 tests/test_layers.py
 	@sh tests/mutate.sh --check
 	@sh tests/test_deps.sh
-	@python3 tools/results_index.py --check
+	@python3 tools/report/results_index.py --check
 	@$(MAKE) --no-print-directory history-check
 	@python3 tools/gfx906_sim.py selftest
 	@sh tests/quick_ladder.sh build/cpu/test_deltanet build/cpu/quick $(QUICK_TESTS)
@@ -189,7 +189,7 @@ test:
 	@sh tests/test_tensors.sh build/cpu/test_deltanet
 	@sh tests/test_workflows.sh
 	@sh tests/test_deps.sh
-	@python3 tools/results_index.py --check
+	@python3 tools/report/results_index.py --check
 	@$(MAKE) --no-print-directory history-check
 	@python3 tests/test_layers.py --self-test && python3 tests/test_layers.py
 	@$(MAKE) --no-print-directory BACKEND=cpu test-reference

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The HIP build of a patched llama.cpp or ggml tree as MI50 users make it: ROCm 6.4 (Debian forky's hipcc,
-# clang 21) in the project's chroot (tools/rocm6_chroot.sh), gfx906. Builds libkdn (`make lib TOOLCHAIN=rocm6`),
+# clang 21) in the project's chroot (tools/setup/rocm6_chroot.sh), gfx906. Builds libkdn (`make lib TOOLCHAIN=rocm6`),
 # installs it under the tree's build folder, applies ggml-kdn.patch and builds test-backend-ops with
 #   -DGGML_HIP=ON -DGPU_TARGETS=gfx906 -DGGML_KDN=ON -DGGML_CUDA_FA=OFF
 # (apply_and_build.sh, run in the chroot; --targets builds others instead, e.g. only ggml-hip, the library every
@@ -15,7 +15,7 @@
 #   integration/llama.cpp/check_hip_build.sh [--label "NAME COMMIT"] [--report FILE] [--targets "T..."] DIR
 #
 # --label names the tree in the report (default: its git commit, if it is a checkout). The tree is fetched by
-# the caller and never part of this repository. ROCM6_CHROOT=DIR reuses a chroot (see tools/rocm6_chroot.sh;
+# the caller and never part of this repository. ROCM6_CHROOT=DIR reuses a chroot (see tools/setup/rocm6_chroot.sh;
 # the ggml build adds cmake, ninja-build, pkg-config, libhipblas-dev and librocblas-dev to it). About 20
 # CPU-minutes and 6 GB. Exit status: 0 every check holds, 1 a check failed or the build did, 2 bad usage,
 # 77 the chroot cannot be made here (the reason is printed).
@@ -40,7 +40,7 @@ if [ -z "$label" ]; then
 fi
 build=$src/build-kdn-rocm6
 prefix=$build/kdn-prefix
-chroot_tool=$root/tools/rocm6_chroot.sh
+chroot_tool=$root/tools/setup/rocm6_chroot.sh
 
 # --- build ------------------------------------------------------------------------------------------------------
 "$chroot_tool" setup --ggml || exit $?

@@ -4,7 +4,7 @@
 # --log, v3: its bench:<label> rows carry each variant's bytes and flops per
 # call, dn_layer_cost's counts), each variant's work against both peaks, next
 # to the measured median.
-# usage: tools/roofline.sh LOG.tsv [variant ...]
+# usage: tools/gpu/roofline.sh LOG.tsv [variant ...]
 # (variants default to recurrent two_launch state_copy recurrent_x36)
 set -euo pipefail
 log=$1

@@ -2,8 +2,8 @@
 """results/README.md from results/index.tsv, and the check that the index
 matches the files (make test, make check).
 
-  python3 tools/results_index.py           write results/README.md
-  python3 tools/results_index.py --check   exit 1 when a file of results/ has
+  python3 tools/report/results_index.py           write results/README.md
+  python3 tools/report/results_index.py --check   exit 1 when a file of results/ has
                                            no row, a row names no file, a row
                                            lacks a field, or README.md is not
                                            what the index generates
@@ -19,7 +19,7 @@ import re
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS = os.path.join(ROOT, "results")
 INDEX = os.path.join(RESULTS, "index.tsv")
 README = os.path.join(RESULTS, "README.md")
@@ -29,7 +29,7 @@ FIELDS = ["file", "what", "command", "commit"]
 PREAMBLE = """# Result logs
 
 The evidence behind the figures the docs quote. Generated from
-`results/index.tsv` by `python3 tools/results_index.py` (edit the index, not
+`results/index.tsv` by `python3 tools/report/results_index.py` (edit the index, not
 this file; `make test` checks that the index names every file here and no
 other, and that this file is up to date). `commit` is the tree that ran;
 the device machine receives the working tree with a stale `.git`, so the
@@ -91,7 +91,7 @@ def main():
         current = open(README).read() if os.path.exists(README) else ""
         if current != readme(rows):
             problems.append("results index: results/README.md is not what index.tsv generates "
-                            "(python3 tools/results_index.py rewrites it)")
+                            "(python3 tools/report/results_index.py rewrites it)")
         for p in problems:
             print(p)
         if problems:

@@ -4,7 +4,7 @@
 # occupancy, warp stalls), and the per-instruction stall samples of the SASS
 # (source.csv; the CUDA build carries -lineinfo for the source view of the
 # saved profile.ncu-rep). Run on a GPU machine.
-# usage: tools/hotspots.sh TEST REGEX [OUTDIR] [test_deltanet binary]
+# usage: tools/gpu/hotspots.sh TEST REGEX [OUTDIR] [test_deltanet binary]
 set -euo pipefail
 test=$1 regex=$2 out=${3:-hotspots} bin=${4:-build/cuda/test_deltanet}
 mkdir -p "$out"

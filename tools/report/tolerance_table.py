@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The normwise metric against its bounds, from result logs (docs/tolerances.md).
 
-    python3 tools/tolerance_table.py LOG [LOG...]
+    python3 tools/report/tolerance_table.py LOG [LOG...]
 
 Reads test_deltanet's v2 or v3 result logs (the TSV of --log, never console text)
 and prints, per log, a markdown table: per phase, variant and normwise

@@ -6,7 +6,7 @@
 # rows run the library's dispatch (kdn_layer_run) with the path forced. The
 # times come from the result log's bench:<variant> rows (median_us), the
 # variant names from phases/layer_variants.h (the log's variant column).
-# usage: tools/crossover.sh [test_deltanet binary, default build/cuda/test_deltanet] [VARIANT_A VARIANT_B]
+# usage: tools/gpu/crossover.sh [test_deltanet binary, default build/cuda/test_deltanet] [VARIANT_A VARIANT_B]
 #   (CROSSOVER_T / CROSSOVER_B: other token counts / batch sizes, space-separated)
 set -euo pipefail
 bin=${1:-build/cuda/test_deltanet}

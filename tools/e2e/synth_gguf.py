@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes a GGUF with random weights in the shape of a Gated Delta-Net hybrid model, for llama.cpp's tools.
 
-    PYTHONPATH=LLAMA_CPP/gguf-py python3 tools/synth_gguf.py --arch qwen35moe OUT.gguf
+    PYTHONPATH=LLAMA_CPP/gguf-py python3 tools/e2e/synth_gguf.py --arch qwen35moe OUT.gguf
         [--layers 8] [--experts 16] [--experts-used 8] [--vocab 32768] [--seed 1] [--gate-scale 1.0]
 
 The linear-attention layers have the shape of Qwen3-Next-80B-A3B and Qwen3.5-35B-A3B: hidden 2048, 16 key heads and

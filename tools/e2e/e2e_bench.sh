@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # libkdn inside llama.cpp, end to end, on synthetic models: builds libkdn and a patched llama.cpp
-# (integration/llama.cpp), writes GGUFs with random weights of the real linear-attention shape (tools/synth_gguf.py),
+# (integration/llama.cpp), writes GGUFs with random weights of the real linear-attention shape (tools/e2e/synth_gguf.py),
 # and measures, with libkdn and with ggml's own kernel in the same binaries (GGML_KDN_DISABLE=1):
 #   bench  llama-bench pp512/2048/8192 at ubatch 512 and 2048 and tg128, rounds of one run of each implementation
 #          back to back (order alternating), added until every kdn/ggml ratio's 95 % interval is within
@@ -8,12 +8,12 @@
 #   op     the op's own time inside the model graph: CUDA, Nsight Compute's gpu__time_duration of the op's kernels
 #          during llama-bench runs; HIP (or no ncu), test-backend-ops perf on the op alone (a fallback: the op
 #          outside the model)                                                                   -> op.txt, op.tsv
-#   kl     full-precision logits of one prompt (tools/e2e_logits.c) at ubatch 512, 2048 and 1 (one token per
-#          call: the decode path), KL divergence (tools/e2e_kl.c) of libkdn against ggml's kernel, beside the
+#   kl     full-precision logits of one prompt (tools/e2e/e2e_logits.c) at ubatch 512, 2048 and 1 (one token per
+#          call: the decode path), KL divergence (tools/e2e/e2e_kl.c) of libkdn against ggml's kernel, beside the
 #          yardsticks: ggml against itself (a rerun, other ubatch sizes) and ggml on the same model with every
 #          gate 1 % off                                                                         -> kl.tsv
 #
-#   tools/e2e_bench.sh [options] LLAMA_CPP_DIR OUTDIR
+#   tools/e2e/e2e_bench.sh [options] LLAMA_CPP_DIR OUTDIR
 #     --backend cuda|hip   GPU backend (default cuda)
 #     --target T           cuda: CMAKE_CUDA_ARCHITECTURES (default 90); hip: GPU target (default gfx906)
 #     --work DIR           models, logit dumps, libkdn prefix (default /tmp/kdn-e2e)
@@ -28,7 +28,7 @@
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-root=$(cd "$here/.." && pwd)
+root=$(cd "$here/../.." && pwd)
 backend=cuda target="" work=/tmp/kdn-e2e build="" steps=build,models,bench,op,kl arch=qwen35moe smoke=0
 rounds_min="" rounds_max="" half_width=0.03 bench_seconds=""
 
@@ -85,7 +85,7 @@ step() { echo "e2e_bench.sh: $*"; echo "### $(date -u +%H:%M:%S) $*" >> "$log"; 
 die() { step "FAILED: $*"; tail -25 "$log" | sed 's/^/  | /'; exit 1; }
 has_step() { case ",$steps," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 disable_of() { [ "$1" = ggml ] && echo 1 || echo 0; }   # GGML_KDN_DISABLE for an implementation
-stats() { python3 "$root/tools/e2e_stats.py" "$@"; }
+stats() { python3 "$root/tools/e2e/e2e_stats.py" "$@"; }
 # the commit of a folder that is itself a git checkout (a copy inside another checkout says so, not its host's)
 checkout_of() {
     [ "$(git -C "$1" rev-parse --show-toplevel 2> /dev/null)" = "$1" ] || { echo "(not a git checkout)"; return; }
@@ -105,17 +105,17 @@ do_build() {
         --build-dir "$build" --targets "llama-bench test-backend-ops" "$src" -- "${speed_flags[@]}" \
         -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_EXAMPLES=OFF >> "$log" 2>&1 || die "llama.cpp build"
     step "built in ${SECONDS}s"
-    ${CC:-cc} -std=c11 -O2 -Wall "$root/tools/e2e_logits.c" -I"$src/include" -I"$src/ggml/include" -L"$bin" \
+    ${CC:-cc} -std=c11 -O2 -Wall "$root/tools/e2e/e2e_logits.c" -I"$src/include" -I"$src/ggml/include" -L"$bin" \
         -Wl,-rpath,"$bin" -lllama -o "$bin/e2e_logits" >> "$log" 2>&1 &&
-        ${CC:-cc} -std=c11 -O2 -Wall "$root/tools/e2e_kl.c" -lm -o "$bin/e2e_kl" >> "$log" 2>&1 ||
+        ${CC:-cc} -std=c11 -O2 -Wall "$root/tools/e2e/e2e_kl.c" -lm -o "$bin/e2e_kl" >> "$log" 2>&1 ||
         die "e2e_logits / e2e_kl build"
 }
 
 do_models() {
     step "models ($arch) -> $work"
     local gguf_py=$src/gguf-py
-    PYTHONPATH=$gguf_py python3 "$root/tools/synth_gguf.py" --arch "$arch" "$model" >> "$log" 2>&1 &&
-        PYTHONPATH=$gguf_py python3 "$root/tools/synth_gguf.py" --arch "$arch" --gate-scale 1.01 "$model_gates" \
+    PYTHONPATH=$gguf_py python3 "$root/tools/e2e/synth_gguf.py" --arch "$arch" "$model" >> "$log" 2>&1 &&
+        PYTHONPATH=$gguf_py python3 "$root/tools/e2e/synth_gguf.py" --arch "$arch" --gate-scale 1.01 "$model_gates" \
             >> "$log" 2>&1 || die "synth_gguf"
 }
 

@@ -7,10 +7,10 @@ initial state; `chunk_gated_delta_rule(q, k, v, g, beta, scale=1,
 initial_state, output_final_state=True)`, median of triton's do_bench.
 Run once per dot precision: TRITON_F32_DEFAULT=ieee (fp32 FMA dots, what
 this project's kernels do) and unset (tl.dot on TF32 tensor cores, fla's
-default). Nothing of fla is kept in this repository: tools/fla_ref.sh takes
+default). Nothing of fla is kept in this repository: tools/gpu/fla_ref.sh takes
 a checkout's path.
 
-  python3 tools/fla_ref.py LABEL T:B ...   prints TSV: label, T, B, median_us
+  python3 tools/gpu/fla_ref.py LABEL T:B ...   prints TSV: label, T, B, median_us
 """
 import sys
 

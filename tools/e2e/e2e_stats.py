@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tables of tools/e2e_bench.sh's raw files (python3 standard library only).
+"""Tables of tools/e2e/e2e_bench.sh's raw files (python3 standard library only).
 
     e2e_stats.py bench BENCH.jsonl [--check HALF_WIDTH]
         llama-bench's jsonl rows, each tagged by e2e_bench.sh with "e2e_round" and "e2e_impl" (kdn | ggml).

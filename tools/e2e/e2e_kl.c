@@ -1,4 +1,4 @@
-/* The KL divergence between two logit dumps of tools/e2e_logits.c (int32 positions, int32 n_vocab, then
+/* The KL divergence between two logit dumps of tools/e2e/e2e_logits.c (int32 positions, int32 n_vocab, then
  * positions x n_vocab float32).
  *
  *   e2e_kl BASE.f32 TEST.f32   per position KL(P_base || P_test) of the softmaxes, in double; prints one

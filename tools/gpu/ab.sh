@@ -10,7 +10,7 @@
 # harness's TSV log (--log: its bench:<label> rows, median_us and min_us),
 # never from the console.
 #
-# usage: tools/ab.sh [options] OUTDIR [kernels/NAME.cpp=FILE | DIR ...]
+# usage: tools/gpu/ab.sh [options] OUTDIR [kernels/NAME.cpp=FILE | DIR ...]
 #   --test NAME     a test to bench (repeatable; default compare_T64_B1)
 #   --check GLOB    a test to run before timing (repeatable; default none)
 #   --set "A=x B=y" one shape: --set overrides for every --test (repeatable;

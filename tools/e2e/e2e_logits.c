@@ -1,10 +1,10 @@
-/* Full-precision logits of a model on a fixed token sequence (tools/e2e_kl.c compares two such dumps).
+/* Full-precision logits of a model on a fixed token sequence (tools/e2e/e2e_kl.c compares two such dumps).
  *
  *   e2e_logits MODEL.gguf UBATCH NTOK OUT.f32   one prompt of NTOK pseudo-random tokens (fixed seed) in one
  *                                               llama_decode with n_ubatch = UBATCH, every position's logits;
  *                                               OUT = int32 NTOK, int32 n_vocab, then NTOK x n_vocab float32
  *
- * Built by tools/e2e_bench.sh against the llama.cpp it benchmarks (llama.h's C API). Exit status: 0 written,
+ * Built by tools/e2e/e2e_bench.sh against the llama.cpp it benchmarks (llama.h's C API). Exit status: 0 written,
  * 1 a failure (load, decode, I/O), 2 bad usage.
  */
 #include <stdint.h>

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # llama.cpp's token-recurrent kernel, a device copy and libkdn's recurrent
-# kernel timed the same way in one process (tools/decode_ref.cu says how):
+# kernel timed the same way in one process (tools/gpu/decode_ref.cu says how):
 # cuts ggml's kernel template out of GGML_GDN_CU (a ggml or llama.cpp
 # checkout's src/ggml-cuda/gated_delta_net.cu; nothing of it is kept here),
 # builds decode_ref.cu against the libkdn.a of each TREE (a checkout of this
 # repository with `make lib BACKEND=cuda` done) and runs the binaries
 # alternately, twice each. Prints a TSV: build, T, B, call (copy, ggml, kdn =
 # the recurrent kernel, two_launch, auto), method (sync, queued), median and
-# min us, ggml-vs-that-call difference of o and state; tools/sweep_table.py
+# min us, ggml-vs-that-call difference of o and state; tools/gpu/sweep_table.py
 # turns it into the side-by-side table. DECODE_REF_SHAPES: the shapes, as
 # space-separated T:B (default: decode_ref.cu's 1:1 1:4 1:128 64:1 64:4).
-# usage: tools/decode_ref.sh GGML_GDN_CU OUTDIR TREE [TREE ...]   (CUDA machine)
+# usage: tools/gpu/decode_ref.sh GGML_GDN_CU OUTDIR TREE [TREE ...]   (CUDA machine)
 set -euo pipefail
 [ $# -ge 3 ] || { sed -n '13p' "$0" | sed 's/^# //'; exit 2; }
 src=$1 out=$2; shift 2

@@ -6,8 +6,8 @@
 # build), LLVM 15's disassembler (the ISA gates), binutils' c++filt, python3
 # with numpy (the --dump checks), xmllint (the JUnit report) and npm (the
 # workflow validator). Uses sudo when not root. .ci/run and `make deps` run it.
-#   tools/deps.sh          install what is missing
-#   tools/deps.sh --list   print the Debian packages it would install, install nothing
+#   tools/setup/deps.sh          install what is missing
+#   tools/setup/deps.sh --list   print the Debian packages it would install, install nothing
 set -euo pipefail
 
 SUDO=""

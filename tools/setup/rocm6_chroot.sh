@@ -2,11 +2,11 @@
 # ROCm 6.4 as MI50 users build with it (Debian testing "forky": hipcc 7.0.2,
 # HIP 6.4, clang 21), in a chroot, next to the host's own hipcc.
 #
-#   tools/rocm6_chroot.sh setup [--ggml]   make (or reuse) the chroot and write
+#   tools/setup/rocm6_chroot.sh setup [--ggml]   make (or reuse) the chroot and write
 #                                          build/rocm6/bin/: hipcc, llvm-objdump,
 #                                          llvm-readelf, clang-offload-bundler, cc,
 #                                          each running the chroot's own tool
-#   tools/rocm6_chroot.sh run CMD [ARG...] run CMD in the chroot, in the current
+#   tools/setup/rocm6_chroot.sh run CMD [ARG...] run CMD in the chroot, in the current
 #                                          directory
 #
 # --ggml also installs what a ggml/llama.cpp HIP build needs (cmake, ninja,
@@ -28,7 +28,7 @@
 # never reports a build it did not make.
 set -eu
 PATH=$PATH:/usr/sbin:/sbin   # debootstrap, chroot: a user's PATH may lack them
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 CHROOT=${ROCM6_CHROOT:-$ROOT/build/rocm6/chroot}
 BIN=$ROOT/build/rocm6/bin
 MIRROR=http://deb.debian.org/debian
@@ -106,7 +106,7 @@ write_wrappers() {
     mkdir -p "$BIN"
     for t in hipcc:/usr/bin/hipcc llvm-objdump:$llvm/llvm-objdump llvm-readelf:$llvm/llvm-readelf \
              clang-offload-bundler:$llvm/clang-offload-bundler cc:/usr/bin/cc; do
-        printf '#!/bin/sh\nROCM6_CHROOT=%s exec %s/tools/rocm6_chroot.sh run %s "$@"\n' \
+        printf '#!/bin/sh\nROCM6_CHROOT=%s exec %s/tools/setup/rocm6_chroot.sh run %s "$@"\n' \
             "$CHROOT" "$ROOT" "${t#*:}" > "$BIN/${t%%:*}.new"
         chmod +x "$BIN/${t%%:*}.new"
         mv "$BIN/${t%%:*}.new" "$BIN/${t%%:*}"
@@ -128,7 +128,7 @@ setup() {
 
 case "${1:-}" in
     setup) shift; setup "$@" ;;
-    run) shift; [ -x "$CHROOT/usr/bin/hipcc" ] || skip "no ROCm 6 chroot at $CHROOT (tools/rocm6_chroot.sh setup)"
+    run) shift; [ -x "$CHROOT/usr/bin/hipcc" ] || skip "no ROCm 6 chroot at $CHROOT (tools/setup/rocm6_chroot.sh setup)"
          in_chroot "$@" ;;
-    *) echo "usage: tools/rocm6_chroot.sh setup [--ggml] | run CMD [ARG...]" >&2; exit 2 ;;
+    *) echo "usage: tools/setup/rocm6_chroot.sh setup [--ggml] | run CMD [ARG...]" >&2; exit 2 ;;
 esac

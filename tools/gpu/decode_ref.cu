@@ -1,7 +1,7 @@
 // One layer call at a range of prompt lengths, five calls timed the same way
 // in one process: a device-to-device copy of the state (the bytes a decode
 // step must move), ggml's token-recurrent CUDA kernel (llama.cpp's, compiled
-// from a ggml checkout by tools/decode_ref.sh: never kept in this
+// from a ggml checkout by tools/gpu/decode_ref.sh: never kept in this
 // repository) and libkdn's entry point kdn_gated_delta_net (ggml's
 // semantics, q scaled by 1/sqrt(S_v) inside; every launch it makes is in the
 // time) with the path forced to the recurrent kernel (kdn), to the two-launch
@@ -20,7 +20,7 @@
 // Prints one row per (shape, call, method): median and min over the runs, and
 // the largest difference between ggml's and libkdn's o and state (both from
 // the same inputs; a check that the two compute the same thing).
-// Built by tools/decode_ref.sh; GGML_GDN_KERNEL names the file holding ggml's
+// Built by tools/gpu/decode_ref.sh; GGML_GDN_KERNEL names the file holding ggml's
 // kernel template, cut out of src/ggml-cuda/gated_delta_net.cu.
 #include <cuda_runtime.h>
 #include <math.h>
