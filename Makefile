@@ -245,8 +245,7 @@ resources: $(TOOLCHAIN_READY)
 resources-check: $(TOOLCHAIN_READY)
 	@HIPCC=$(HIPCC) tools/gfx906_resources.sh --check $(KERNEL_SRC) $(LADDER_KERNEL_SRC) > /dev/null && echo "gfx906 resources: no kernel over 64 KB LDS, no scratch, no VGPR spills"
 
-# The gfx906 ISA lens and the MI50 simulator (tools/gfx906_isa.py, tools/gfx906_sim.py,
-# docs/performance.md "MI50 simulator"):
+# The gfx906 ISA lens and the MI50 simulator (lens/, python3 -m lens; docs/performance.md "MI50 simulator"):
 #   make isa            per kernel: resources and static loop counts (TSV in build/isa/); then the
 #                       product's kernels and paths simulated at the Qwen3-Next shapes ->
 #                       results/gfx906-sim.tsv (this toolchain's rows; -loops.tsv, -code.tsv beside)
@@ -255,7 +254,7 @@ resources-check: $(TOOLCHAIN_READY)
 #   make isa-vs-llama GGML=DIR   llama.cpp's own kernel (from the ggml or llama.cpp checkout DIR, built
 #                       for gfx906 under build/, never kept) and libkdn simulated at the same shapes ->
 #                       results/gfx906-vs-llama.tsv
-#   make calibrate      the simulator's calibration kernels (tools/calib/) simulated against published
+#   make calibrate      the simulator's calibration kernels (lens/calib/) simulated against published
 #                       gfx906 measurements -> results/gfx906-calibration.tsv
 .PHONY: isa isa-check isa-vs-llama calibrate
 SIM_ARGS = $(if $(SIM_OBJECTS),$(SIM_TOOLCHAIN) $(SIM_OBJECTS))
@@ -265,16 +264,16 @@ SIM_ARGS = $(if $(SIM_OBJECTS),$(SIM_TOOLCHAIN) $(SIM_OBJECTS))
 # cached in build/sim/cache.tsv (keyed by code, launch and simulator): a second run simulates nothing.
 SIM_PYTHON ?= $(if $(shell command -v pypy3),pypy3,python3)
 isa: $(TOOLCHAIN_READY)
-	@$(ISA_ENV) python3 tools/gfx906_isa.py report
-	@$(ISA_ENV) $(SIM_PYTHON) tools/gfx906_sim.py table $(SIM_ARGS)
+	@$(ISA_ENV) python3 -m lens isa-report
+	@$(ISA_ENV) $(SIM_PYTHON) -m lens table $(SIM_ARGS)
 isa-check: $(TOOLCHAIN_READY)
-	@$(ISA_ENV) python3 tools/gfx906_isa.py check
-	@$(ISA_ENV) python3 tools/gfx906_sim.py check $(SIM_ARGS)
+	@$(ISA_ENV) python3 -m lens isa-check
+	@$(ISA_ENV) python3 -m lens check $(SIM_ARGS)
 isa-vs-llama: $(TOOLCHAIN_READY)
 	@test -n "$(GGML)" || { echo "make isa-vs-llama: GGML=DIR (a ggml or llama.cpp checkout) is needed"; exit 2; }
-	@ROCM6_BIND="$(abspath $(GGML))" $(ISA_ENV) $(SIM_PYTHON) tools/gfx906_vs_llama.py $(GGML) $(SIM_ARGS)
+	@ROCM6_BIND="$(abspath $(GGML))" $(ISA_ENV) $(SIM_PYTHON) -m lens vs-llama $(GGML) $(SIM_ARGS)
 calibrate: $(TOOLCHAIN_READY)
-	@$(ISA_ENV) $(SIM_PYTHON) tools/gfx906_sim.py calibrate
+	@$(ISA_ENV) $(SIM_PYTHON) -m lens calibrate
 
 # The ROCm 6.4 chroot and its tool wrappers (made once, then only checked).
 rocm6-chroot:

@@ -78,7 +78,7 @@ typedef struct {
  * B = 4 (two-launch from 64) */
 #define H100_ROWS 2, {{1, 160}, {4, 32}}
 
-/* gfx906, the product, from the simulator (tools/gfx906_sim.py on the ROCm
+/* gfx906, the product, from the simulator (lens/, the MI50 lens, on the ROCm
  * 6.4 objects, results/gfx906-sim.tsv, docs/performance.md); no MI50 has
  * measured it. Chunk: 64 while its state pass runs in one round of the 60
  * CUs (8 value heads, T = 512: 329 against 368 us at C = 32), else 32, three
@@ -93,7 +93,7 @@ static const BackendDispatch dispatches[] = {
     {"cuda", 64, H100_ROWS},
     {"hip", GFX906_DISPATCH},
     /* emulation, no speed to measure: the product's choices, so CI runs the
-     * MI50's kernels on both sides of the same splits (and tools/gfx906_sim.py
+     * MI50's kernels on both sides of the same splits (and lens/launches.cpp
      * records the launches an MI50 gets) */
     {"cpu", GFX906_DISPATCH},
 };

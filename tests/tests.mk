@@ -6,7 +6,7 @@
 #   program's signal state (tests/test_threads.c),
 #   the same under AddressSanitizer, with phases 1-3 of the ladder,
 #   the gfx906 build, its resource limits, the ISA gates of
-#   tools/gfx906_isa.py and its symbols (where hipcc exists; with
+#   lens/ (python3 -m lens isa-check) and its symbols (where hipcc exists; with
 #   TOOLCHAIN=rocm6 also with ROCm 6.4 in its chroot, as CI runs it),
 #   the header dependencies of both builds: an edited header rebuilds exactly
 #   the objects that include it (tests/test_depend.py),
@@ -111,7 +111,7 @@ check:
 	@sh tests/test_deps.sh
 	@python3 tools/report/results_index.py --check
 	@$(MAKE) --no-print-directory history-check
-	@python3 tools/gfx906_sim.py selftest
+	@python3 -m lens selftest
 	@sh tests/quick_ladder.sh build/cpu/test_deltanet build/cpu/quick $(QUICK_TESTS)
 
 # The tree speaks of the project, not of its tracker or its work periods:
@@ -172,7 +172,7 @@ GFX906_CHECKS = $(MAKE) --no-print-directory BACKEND=hip TOOLCHAIN=$(1) build/hi
 	$(MAKE) --no-print-directory TOOLCHAIN=$(1) isa-check && \
 	CC=$(2) sh tests/test_symbols.sh hip $(1)
 test-gfx906:
-	@python3 tools/gfx906_sim.py selftest
+	@python3 -m lens selftest
 	@if command -v $(HOST_HIPCC) >/dev/null 2>&1; then $(call GFX906_CHECKS,host,$(CC)); \
 	else echo "hipcc not found: gfx906 build with the host's toolchain skipped"; fi
 	@if [ "$(TOOLCHAIN)" = rocm6 ]; then $(call GFX906_CHECKS,rocm6,build/rocm6/bin/cc); fi

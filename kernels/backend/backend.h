@@ -197,7 +197,7 @@ void kdn_note_runtime_call(const char *what, const char *kernel, gpuError_t code
 // on the current device: its multiprocessors (CUs, SMs) times the kernel's
 // occupancy, asked of the runtime (0 when it cannot say). The CPU executor has
 // neither and reports the MI50's, 60 CUs x gfx906_per_cu (the kernel's
-// workgroups per CU on gfx906, which tools/gfx906_isa.py's gate holds it to),
+// workgroups per CU on gfx906, which lens/static.py's gate holds it to),
 // so that make test runs the grids an MI50 runs.
 #if defined(KDN_BACKEND_CPU)
 #define KDN_ROUND_WORKGROUPS(kernel, threads, gfx906_per_cu) (60 * (gfx906_per_cu))
@@ -236,7 +236,7 @@ int kdn_round_workgroups(const void *kernel, int threads);
 // kdn_load4_if: the four floats when `ok`, zeros otherwise, with no scalar
 // load path: where a vector load and scalar loads could write the same
 // registers, the gfx906 compiler waited for every earlier load (vmcnt(0))
-// before each vector load (tools/gfx906_isa.py counts such waits).
+// before each vector load (lens/static.py counts such waits).
 #if defined(KDN_BACKEND_CPU)
 __device__ __forceinline__ void kdn_load4(const float *p, float out[4]) {
     for (int u = 0; u < 4; u++) out[u] = p[u];

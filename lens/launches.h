@@ -1,5 +1,5 @@
-// Forced into each kernel file by tools/gfx906_launches.cpp's build (-include): KDN_LAUNCH records
-// a launch (tools/gfx906_launches.cpp says what and why) instead of running it.
+// Forced into each kernel file by lens/launches.cpp's build (-include): KDN_LAUNCH records
+// a launch (lens/launches.cpp says what and why) instead of running it.
 #pragma once
 #include <cstdint>
 #include <cstdio>

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """The gfx906 ISA lens: resources and static loop counts of every kernel, and the static gates.
 
 Builds every kernels/*.cpp and phases/kernels/*.cpp for gfx906 (device code only, one code object per
@@ -6,7 +5,7 @@ file), reads the code object's metadata (llvm-readelf --notes) and its
 disassembly (llvm-objdump -d --mcpu=gfx906) and reports, per kernel:
 
   resources  VGPRs, SGPRs, scratch, LDS (static + the dynamic LDS its launcher
-             passes, from sizeof of the LDS struct, tools/isa_lds_probe.sh)
+             passes, from sizeof of the LDS struct, LDS_PROBE below)
              and the waves per SIMD they allow;
   loops      every loop of the machine code (a backward branch; the body is
              the address range from its target to the branch): instructions,
@@ -16,119 +15,24 @@ disassembly (llvm-objdump -d --mcpu=gfx906) and reports, per kernel:
              same iteration stands between the previous memory instruction
              and the load), cross-lane operations by kind, s_barrier count.
 
-The simulated MI50 times are tools/gfx906_sim.py's (docs/performance.md, "MI50 simulator"); the
-work functions here (work_*) give the product kernels' floors there.
+The simulated MI50 times are the simulator's (lens/__init__.py) (docs/performance.md, "MI50 simulator"); the
+work functions (lens/work.py) give the product kernels' floors there.
 
-  tools/gfx906_isa.py report   tables + build/isa/isa.tsv
-  tools/gfx906_isa.py check    the static gates of make test (see check())
+  python3 -m lens isa-report   tables + build/isa/isa.tsv
+  python3 -m lens isa-check    the static gates of make test (see check())
 
 Python 3 standard library only; the tools are hipcc and LLVM's llvm-objdump /
 llvm-readelf (Debian: hipcc pulls in llvm-15). Tool names can be overridden
 with HIPCC, OBJDUMP, READELF; ISA_BUILD names the build directory (default
 build/isa; `make isa TOOLCHAIN=rocm6` sets all four to the ROCm 6 chroot's).
 """
-import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-KERNEL_DIRS = ("kernels", "phases/kernels")  # the library's kernels, then the ladder's
-TARGET = os.environ.get("GPU_TARGET", "gfx906")
-
-
-def tool(env, *names):
-    if os.environ.get(env):
-        return os.environ[env]
-    for n in names:
-        if shutil.which(n):
-            return n
-    sys.exit("gfx906_isa: none of %s found (set %s)" % (", ".join(names), env))
-
-
-# ---- build ---------------------------------------------------------------------
-def build(src, outdir):
-    """Device-only gfx906 code object of one kernel file (the same flags as
-    the Makefile's HIP build)."""
-    hipcc = tool("HIPCC", "hipcc")
-    co = os.path.join(outdir, os.path.basename(src).replace(".cpp", ".co"))
-    if subprocess.run([hipcc, "-x", "hip", "--offload-arch=" + TARGET, "-O3", "-DKDN_BACKEND_HIP",
-                       "--cuda-device-only", "--no-gpu-bundle-output", "-c", src, "-o", co]).returncode:
-        sys.exit("gfx906_isa: %s does not build for %s" % (os.path.relpath(src, ROOT), TARGET))
-    return co
-
-
-def metadata(co):
-    """name -> {vgpr, sgpr, scratch, lds_static, kernarg_size, args} from the AMDGPU metadata note;
-    args: the kernel's arguments in order, each {offset, size, value_kind} (hidden ones included)."""
-    out = subprocess.run([tool("READELF", "llvm-readelf-15", "llvm-readelf"), "--notes", co],
-                         check=True, capture_output=True, text=True).stdout
-    kernels, cur = {}, {}
-    keys = {".vgpr_count": "vgpr", ".sgpr_count": "sgpr", ".private_segment_fixed_size": "scratch",
-            ".group_segment_fixed_size": "lds_static", ".name": "name", ".vgpr_spill_count": "vspill",
-            ".kernarg_segment_size": "kernarg_size"}
-    arg_keys = {".offset": "offset", ".size": "size", ".value_kind": "value_kind"}
-    for line in out.splitlines():
-        s = line.strip()
-        indent = len(line) - len(line.lstrip(" -"))
-        if s.startswith("- .args:") or s.startswith("amdhsa.target"):
-            if "name" in cur:
-                kernels[cur["name"]] = cur
-            cur = {"args": []}
-            continue
-        m = re.match(r"(?:- )?(\.[a-z_]+):\s+(\S+)$", s)
-        if not m:
-            continue
-        key, v = m.group(1), m.group(2)
-        if indent > 4:  # an argument's field; "- " opens the next argument
-            if s.startswith("- ") and "args" in cur:
-                cur["args"].append({})
-            if key in arg_keys and cur.get("args"):
-                cur["args"][-1][arg_keys[key]] = v if key == ".value_kind" else int(v)
-        elif key in keys:
-            cur[keys[key]] = v if keys[key] == "name" else int(v)
-    if "name" in cur:
-        kernels[cur["name"]] = cur
-    return kernels
-
-
-def demangle(names):
-    if not shutil.which("c++filt"):
-        return {n: n for n in names}
-    out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True).stdout.split("\n")
-    return {n: re.sub(r"\(.*", "", d) for n, d in zip(names, out)}
-
-
-# ---- disassembly ---------------------------------------------------------------
-INSN = re.compile(r"^\s+(\S+)(.*?)\s*//\s*([0-9A-Fa-f]+):")
-FUNC = re.compile(r"^([0-9a-f]+) <(.+)>:$")
-TARGET_OFF = re.compile(r"<[^>+]+\+0x([0-9a-f]+)>")
-
-
-def disassemble(co):
-    """name -> list of (address, mnemonic, operands, branch target or None)."""
-    out = subprocess.run([tool("OBJDUMP", "llvm-objdump-15", "llvm-objdump"), "-d", "--mcpu=" + TARGET, co],
-                         check=True, capture_output=True, text=True).stdout
-    funcs, name, start = {}, None, 0
-    for line in out.splitlines():
-        m = FUNC.match(line)
-        if m:
-            name, start = m.group(2), int(m.group(1), 16)
-            funcs[name] = []
-            continue
-        m = INSN.match(line)
-        if not m or name is None:
-            continue
-        mnem, ops, addr = m.group(1), m.group(2).strip(), int(m.group(3), 16)
-        tgt = None
-        if mnem.startswith("s_branch") or mnem.startswith("s_cbranch"):
-            t = TARGET_OFF.search(line)
-            if t:
-                tgt = start + int(t.group(1), 16)
-        funcs[name].append((addr, mnem, ops, tgt))
-    return funcs
+from lens.codeobj import KERNEL_DIRS, ROOT, TARGET, build, demangle, disassemble, metadata
+from lens.work import work_intra, work_intra_f16dot, work_recurrent, work_recurrent_2cols, work_state
 
 
 FMA = re.compile(r"^v_(fma|fmac|mac|mad|pk_fma|dot2)_")
@@ -152,7 +56,7 @@ def loop_stats(body):
     instructions in between) an s_waitcnt waits for vmcnt(0) or for a memory
     operation issued earlier in the same iteration: the load is issued only
     after every earlier load has returned, so their latencies add up.
-    (How long the waits take is the simulator's question: tools/gfx906_sim.py.)
+    (How long the waits take is the simulator's question: lens/cu.py.)
     """
     st = {"insts": len(body), "valu": 0, "fma": 0, "salu": 0, "lds_read_B": 0, "barrier": 0,
           "dpp": 0, "swizzle": 0, "bpermute": 0, "readlane": 0, "serial16": 0, "serial": 0}
@@ -394,87 +298,6 @@ def print_isa(kernels):
 
 
 
-# ---- the work of the product kernels (the floors of tools/gfx906_sim.py) --------------------
-# Qwen3-Next's Delta-Net: 16 key heads, 32 value heads of 128 x 128, chunk 64.
-H_K, H_V, D_K, D_V, CHUNK = 16, 32, 128, 128, 64
-
-
-def intra_wave_fmas(C, Dk, Dv, inv, steps_per_column=1.0):
-    """FMA instructions the slowest wave of kernel_two_launch_intra issues
-    (steps_per_column 0.5: the packed-fp16 variant, one v_dot2_f32_f16 per
-    two key columns in phase c). A
-    wave's lanes run in lockstep, so a wave costs what its busiest lanes do:
-    phase c, 16 FMAs per key column in every wave that has a job (4 x 4 tiles,
-    a diagonal tile's K.K and Q.K halves in one job); phase d, the lane FMAs
-    of the inversion spread evenly (small); phase e, per pass of 128 columns
-    and per group of 32 lanes, 4 x 4 FMAs per owned row and batch of 4 source
-    rows: two blocks of C / 16 rows, the short one's batches feeding both."""
-    nt = C // 4
-    jobs = nt * (nt - 1) + nt
-    waves = 4
-    h = C // 16
-    group = lambda g: 16 * 2 * h * -(-(g * h + h) // 4) + 16 * h * ((C - g * h) // 4 - -(-(g * h + h) // 4))
-    per_wave = []
-    for w in range(waves):
-        tiles = 16 * Dk * steps_per_column if 64 * w < jobs else 0
-        wy = max(group(2 * w), group(2 * w + 1)) * (-(-Dv // 128) + -(-Dk // 128))
-        per_wave.append(tiles + inv / 64 / waves + wy)
-    return max(per_wave)
-
-
-def work_intra(T, B, C=CHUNK, Dk=D_K, Dv=D_V, steps_per_column=1.0):
-    """kernel_two_launch_intra: (workgroups, lane FMAs per workgroup, HBM bytes,
-    FMA instructions of its slowest wave). The lane FMAs (the roofline's work)
-    count a v_dot2_f32_f16 as two: the same arithmetic."""
-    nt = C // 4
-    tiles = (2 * nt * (nt - 1) // 2 + 2 * nt) * 16 * Dk                       # phase c: A, P, the diagonal both
-    inv = C * 16 * 15 // 2 // 16 * 16                                          # phase d: 16 x 16 diagonal blocks
-    for I in range(1, C // 16):
-        cols = 16 * I
-        inv += 16 * sum(cols - j for j in range(cols)) + 16 * cols * 17 // 2     # A_I,<I Tinv_<I, then Tinv_II (.)
-    rw = C // 8
-    wy = 2 * sum(rw * (g * rw + rw) * 4 for g in range(8)) * (Dv // 4)         # U and W: Tinv is lower triangular
-    wg = -(-T // C) * H_V * B
-    qk_bytes = 2 * T * B * H_K * Dk * 4                                         # q, k once (shared by 2 value heads)
-    per_chunk_out = (C + 2 * C * C + C * Dv + C * Dk) * 4                       # gamma, Tinv, P, U, W
-    bytes_ = qk_bytes + T * B * H_V * (Dv + 2) * 4 + wg * per_chunk_out
-    return wg, tiles + inv + wy, bytes_, intra_wave_fmas(C, Dk, Dv, inv, steps_per_column)
-
-
-def work_intra_f16dot(T, B):
-    """The packed-fp16 variant of the intra kernel (kF16Dot): phase c in half the steps."""
-    return work_intra(T, B, steps_per_column=0.5)
-
-
-def work_state(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
-    """kernel_two_launch_state: a workgroup per 32 state columns of a head."""
-    chunks = -(-T // C)
-    per_chunk = 2 * C * Dk * 32 + C * (C // 2 + 4) * 32 + C * Dk * 32          # G1 ([W; Q] S), G2 (P V_new), G3
-    wg = -(-Dv // 32) * H_V * B
-    heads = H_V * B
-    bytes_ = (heads * chunks * (C * Dk + C * C + C * Dv + C * Dv + C) * 4      # W, P, U, o, gamma
-              + 2 * T * B * H_K * Dk * 4                                        # q, k from L2 after the first read
-              + 2 * heads * Dk * Dv * 4)                                        # the state in and out
-    return wg, chunks * per_chunk, bytes_
-
-
-def work_recurrent(T, B, Dk=D_K, Dv=D_V, cols=1):
-    """kernel_deltanet_recurrent: a workgroup per 16 x cols state columns of a
-    head (16 groups of 16 lanes, each group cols columns). Work: S.k, S.q and
-    the update per row and column (3 FMAs); a wave issues, per token and row
-    of its lanes, those for each of its cols columns plus one for k.q, which
-    every column of a group shares (so the cols = 2 layout issues 7 FMA
-    instructions per row where two groups of cols = 1 take 8)."""
-    wg = -(-Dv // (16 * cols)) * H_V * B
-    heads = H_V * B
-    bytes_ = 2 * heads * Dk * Dv * 4 + T * B * (2 * H_K * Dk + H_V * (2 * Dv + 2)) * 4
-    return wg, T * 3 * Dk * 16 * cols, bytes_, T * (3 * cols + 1) * -(-Dk // 16)
-
-
-def work_recurrent_2cols(T, B):
-    return work_recurrent(T, B, cols=2)
-
-
 # kernel (short name, template arguments), waves/SIMD it is designed for, work function, the calls it
 # stands for. The recurrent kernel has three: prompts run its instantiation with the next token's loads
 # ahead (scalar gate, no snapshots in the loop; D_k = 128: R = 8, full rows, 16-byte row runs) with two
@@ -500,7 +323,7 @@ def product_kernels(kernels):
     for short, args, waves, work, calls, *label in PRODUCT:
         k = next((k for k in kernels if k["short"].endswith(short) and ("<" + args + ">") in k["pretty"]), None)
         if k is None:
-            sys.exit("gfx906_isa: product kernel %s<%s> not found in the code objects" % (short, args))
+            sys.exit("lens: product kernel %s<%s> not found in the code objects" % (short, args))
         found.append((dict(k, label=label[0] if label else short), waves, work, calls))
     return found
 
@@ -509,7 +332,7 @@ def product_kernels(kernels):
 def check(kernels):
     """The static gates: every kernel without scratch and within 64 KB of LDS; each product kernel at
     its designed waves per SIMD, with no serialised 16-byte global load in any loop (the simulated
-    time gate is tools/gfx906_sim.py check). Returns the failures."""
+    time gate is lens/gate.py's check). Returns the failures."""
     fails = []
     for k in kernels:
         if k["scratch"]:
@@ -530,7 +353,7 @@ def check(kernels):
 def main(argv):
     cmd = argv[1] if len(argv) > 1 else "report"
     if cmd not in ("report", "check"):
-        sys.exit("usage: tools/gfx906_isa.py [report|check]")
+        sys.exit("usage: python3 -m lens isa-report|isa-check")
     out = os.path.join(ROOT, os.environ.get("ISA_BUILD", "build/isa"))
     ks = analyse(out)
     write_isa_tsv(ks, os.path.join(out, "isa.tsv"))
@@ -547,6 +370,3 @@ def main(argv):
           "waves per SIMD, no serialised 16-byte loads in their loops" % len(ks))
     return 0
 
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv))

@@ -3,11 +3,11 @@
 // out as HIP lays them out (each argument at the next multiple of its alignment). The library's
 // own code (kernels/, CPU backend: it takes the MI50's launch decisions, KDN_ROUND_WORKGROUPS)
 // chooses the path and the kernels; the tensors are never touched, so their addresses are
-// made up. tools/gfx906_sim.py runs the recorded launches on the simulated MI50.
-//   usage: gfx906_launches PATH T N_SEQS [H_K H_V D [GATE]]   (PATH: auto, recurrent, chunked;
+// made up. the lens (lens/product.py) runs the recorded launches on the simulated MI50.
+//   usage: launches PATH T N_SEQS [H_K H_V D [GATE]]   (PATH: auto, recurrent, chunked;
 //          GATE: scalar (g [1, H_v, T, N_SEQS], the default) or key (KDA: g [D, H_v, T, N_SEQS]))
 //   output: one line per launch: name \t gx gy gz \t bx by bz \t lds_bytes \t hex bytes
-//   build: each kernel file compiled with -include tools/gfx906_launches.h (tools/gfx906_sim.py does it)
+//   build: each kernel file compiled with -include lens/launches.h (lens/product.py does it)
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -29,7 +29,7 @@ static kdn_tensor tensor(uintptr_t at, int64_t n0, int64_t n1, int64_t n2, int64
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: gfx906_launches auto|recurrent|chunked T N_SEQS [H_K H_V D [scalar|key]]\n");
+        fprintf(stderr, "usage: launches auto|recurrent|chunked T N_SEQS [H_K H_V D [scalar|key]]\n");
         return 2;
     }
     const long T = atol(argv[2]), B = atol(argv[3]);
@@ -56,7 +56,7 @@ int main(int argc, char **argv) {
     kdn_status st = kdn_gdn_workspace_size(&c, &ws);
     if (st == KDN_OK) st = kdn_gated_delta_net(&c, (void *)next(), ws);
     if (st != KDN_OK) {
-        fprintf(stderr, "gfx906_launches: %s\n", kdn_status_message(st));
+        fprintf(stderr, "launches: %s\n", kdn_status_message(st));
         return 1;
     }
     return 0;

@@ -1,15 +1,13 @@
-#!/usr/bin/env python3
 """The MI50 figures docs/performance.md shows, from results/gfx906-sim.tsv (every one a simulation):
 per goal shape the library's call (its automatic path) against its floor and the slowest launch's
 binding resource, then the recurrent and two-launch paths side by side at B = 1 (the crossover).
 
-  tools/gfx906_figures.py [TOOLCHAIN]     (default rocm6.4: the objects MI50 users build)
+  python3 -m lens figures [TOOLCHAIN]     (default rocm6.4: the objects MI50 users build)
 """
-import os
-import sys
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gfx906_sim import HEADS, SIM_TABLE, read_tsv  # noqa: E402
+from lens.gate import SIM_TABLE, read_tsv
+from lens.product import HEADS
+
 
 GOALS = [  # (T, B, H_v, gate, the goal as a multiple of the floor, or None: reported only)
     (1, 1, 32, "scalar", 1.2), (1, 128, 32, "scalar", 1.1), (64, 1, 32, "scalar", None), (512, 1, 32, "scalar", 1.5),
@@ -46,6 +44,3 @@ def figures(toolchain):
             out.append("| %d | %.1f | %.1f | %s |" % (T, a, b, "recurrent" if a <= b else "two-launch"))
     return "\n".join(out)
 
-
-if __name__ == "__main__":
-    print(figures(sys.argv[1] if len(sys.argv) > 1 else "rocm6.4"))

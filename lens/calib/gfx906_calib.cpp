@@ -1,4 +1,4 @@
-// Microbenchmarks for the gfx906 simulator's calibration (tools/gfx906_sim.py calibrate): each
+// Microbenchmarks for the gfx906 simulator's calibration (python3 -m lens calibrate): each
 // measures one thing published measurements on gfx906 also measure (results/gfx906-calibration.tsv
 // names the sources). Compiled for gfx906 and simulated, never run here.
 #include <hip/hip_runtime.h>

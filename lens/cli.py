@@ -1,0 +1,87 @@
+"""The command line, run from the repository's root (the Makefile's isa, isa-check, isa-vs-llama and
+calibrate targets):
+
+  python3 -m lens isa-report                    ISA tables + build/isa/isa.tsv (static.py)
+  python3 -m lens isa-check                     the static gates of make test
+  python3 -m lens selftest                      hand-worked cases
+  python3 -m lens calibrate [OUT.tsv]           calibration kernels -> results/gfx906-calibration.tsv
+  python3 -m lens table [TOOLCHAIN CO_DIR]      the product simulated -> results/gfx906-sim.tsv
+  python3 -m lens check [TOOLCHAIN CO_DIR]      the simulated-time gate against that table
+  python3 -m lens vs-llama GGML_DIR [TOOLCHAIN CO_DIR]   llama.cpp's kernel beside libkdn (vs_llama.py)
+  python3 -m lens figures [TOOLCHAIN]           docs/performance.md's MI50 tables (figures.py)
+"""
+import os
+import sys
+
+from lens.calibrate import CALIB_SRC, calibration, within
+from lens.codeobj import ROOT, build
+from lens.gate import check, CODE_TABLE, LOOPS_TABLE, REGRESSION, SIM_TABLE, save_tables, toolchain_name
+from lens.product import SHAPES, Objects, PRODUCT_SRC, print_rows, product_rows
+from lens.selftest import selftest
+from lens import static, vs_llama
+from lens.figures import figures
+
+
+def main(argv):
+    cmd = argv[1] if len(argv) > 1 else ""
+    if cmd in ("isa-report", "isa-check"):
+        return static.main([argv[0], cmd[4:]])
+    if cmd == "vs-llama":
+        return vs_llama.main([argv[0]] + argv[2:])
+    if cmd == "figures":
+        print(figures(argv[2] if len(argv) > 2 else "rocm6.4"))
+        return 0
+    if cmd == "selftest":
+        fails = selftest()
+        for f in fails:
+            print(f, file=sys.stderr)
+        print("gfx906 simulator selftest: %s" % ("%d failures" % len(fails) if fails else "all cases as worked out by hand"))
+        return 1 if fails else 0
+    if cmd == "calibrate":
+        out = os.path.join(ROOT, "build/sim")
+        os.makedirs(out, exist_ok=True)
+        co = build(CALIB_SRC, out)
+        rows = calibration(co)
+        path = argv[2] if len(argv) > 2 else os.path.join(ROOT, "results/gfx906-calibration.tsv")
+        with open(path, "w") as f:
+            f.write("benchmark\tsimulated\tpublished_low\tpublished_high\tsource\n")
+            for name, v, lo, hi, src in rows:
+                f.write("%s\t%.3g\t%.4g\t%.4g\t%s\n" % (name, v, lo, hi, src))
+        bad = [r for r in rows if not within(r[1], r[2], r[3])]
+        for name, v, lo, hi, _ in rows:
+            print("%-52s simulated %8.3g   published %.4g-%.4g %s" % (name, v, lo, hi,
+                                                                    "" if within(v, lo, hi) else "  OUTSIDE 10 %"))
+        print("wrote %s" % os.path.relpath(path, ROOT))
+        return 1 if bad else 0
+    if cmd in ("table", "check"):
+        # table|check [TOOLCHAIN CO_DIR]: default the local hipcc's, build/isa
+        toolchain = argv[2] if len(argv) > 3 else toolchain_name()
+        co_dir = argv[3] if len(argv) > 3 else os.path.join(ROOT, "build/isa")
+        objects = Objects([os.path.join(co_dir, f + ".co") for f in PRODUCT_SRC])
+        if cmd == "check":
+            res = check(objects, toolchain)
+            if res is None:
+                print("gfx906 simulator gate: no %s rows in %s, skipped" % (toolchain, os.path.relpath(SIM_TABLE,
+                                                                                                ROOT)))
+                return 0
+            fails, checked = res
+            for f in fails:
+                print("gfx906 simulator gate: " + f, file=sys.stderr)
+            if not fails:
+                print("gfx906 simulator gate (%s): no product kernel's simulated time more than %d %% over %s "
+                      "(%d rows simulated again, the rest unchanged code)" % (
+                          toolchain, round(100 * (REGRESSION - 1)), os.path.relpath(SIM_TABLE, ROOT), checked))
+            return 1 if fails else 0
+        shapes = SHAPES
+        if os.environ.get("SIM_SHAPES"):  # T:B[:H_v[:key]], e.g. "4096:1 1:1 512:1:16 64:1:32:key"
+            shapes = [tuple(int(v) if v.isdigit() else v for v in w.split(":"))
+                      for w in os.environ["SIM_SHAPES"].split()]
+        rows = product_rows(objects, toolchain, shapes=shapes)
+        print_rows(rows)
+        save_tables(rows, objects, toolchain)
+        print("wrote %s (%s rows), %s, %s" % (os.path.relpath(SIM_TABLE, ROOT), toolchain,
+                                            os.path.relpath(LOOPS_TABLE, ROOT), os.path.relpath(CODE_TABLE,
+                                                                                                   ROOT)))
+        return 0
+    sys.exit(__doc__)
+

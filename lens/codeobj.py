@@ -1,0 +1,104 @@
+"""A gfx906 code object: built with hipcc, its metadata (llvm-readelf --notes) and its disassembly
+(llvm-objdump -d --mcpu=gfx906)."""
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+KERNEL_DIRS = ("kernels", "phases/kernels")  # the library's kernels, then the ladder's
+TARGET = os.environ.get("GPU_TARGET", "gfx906")
+
+
+def tool(env, *names):
+    if os.environ.get(env):
+        return os.environ[env]
+    for n in names:
+        if shutil.which(n):
+            return n
+    sys.exit("lens: none of %s found (set %s)" % (", ".join(names), env))
+
+
+# ---- build ---------------------------------------------------------------------
+def build(src, outdir):
+    """Device-only gfx906 code object of one kernel file (the same flags as
+    the Makefile's HIP build)."""
+    hipcc = tool("HIPCC", "hipcc")
+    co = os.path.join(outdir, os.path.basename(src).replace(".cpp", ".co"))
+    if subprocess.run([hipcc, "-x", "hip", "--offload-arch=" + TARGET, "-O3", "-DKDN_BACKEND_HIP",
+                       "--cuda-device-only", "--no-gpu-bundle-output", "-c", src, "-o", co]).returncode:
+        sys.exit("lens: %s does not build for %s" % (os.path.relpath(src, ROOT), TARGET))
+    return co
+
+
+def metadata(co):
+    """name -> {vgpr, sgpr, scratch, lds_static, kernarg_size, args} from the AMDGPU metadata note;
+    args: the kernel's arguments in order, each {offset, size, value_kind} (hidden ones included)."""
+    out = subprocess.run([tool("READELF", "llvm-readelf-15", "llvm-readelf"), "--notes", co],
+                         check=True, capture_output=True, text=True).stdout
+    kernels, cur = {}, {}
+    keys = {".vgpr_count": "vgpr", ".sgpr_count": "sgpr", ".private_segment_fixed_size": "scratch",
+            ".group_segment_fixed_size": "lds_static", ".name": "name", ".vgpr_spill_count": "vspill",
+            ".kernarg_segment_size": "kernarg_size"}
+    arg_keys = {".offset": "offset", ".size": "size", ".value_kind": "value_kind"}
+    for line in out.splitlines():
+        s = line.strip()
+        indent = len(line) - len(line.lstrip(" -"))
+        if s.startswith("- .args:") or s.startswith("amdhsa.target"):
+            if "name" in cur:
+                kernels[cur["name"]] = cur
+            cur = {"args": []}
+            continue
+        m = re.match(r"(?:- )?(\.[a-z_]+):\s+(\S+)$", s)
+        if not m:
+            continue
+        key, v = m.group(1), m.group(2)
+        if indent > 4:  # an argument's field; "- " opens the next argument
+            if s.startswith("- ") and "args" in cur:
+                cur["args"].append({})
+            if key in arg_keys and cur.get("args"):
+                cur["args"][-1][arg_keys[key]] = v if key == ".value_kind" else int(v)
+        elif key in keys:
+            cur[keys[key]] = v if keys[key] == "name" else int(v)
+    if "name" in cur:
+        kernels[cur["name"]] = cur
+    return kernels
+
+
+def demangle(names):
+    if not shutil.which("c++filt"):
+        return {n: n for n in names}
+    out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True).stdout.split("\n")
+    return {n: re.sub(r"\(.*", "", d) for n, d in zip(names, out)}
+
+
+# ---- disassembly ---------------------------------------------------------------
+INSN = re.compile(r"^\s+(\S+)(.*?)\s*//\s*([0-9A-Fa-f]+):")
+FUNC = re.compile(r"^([0-9a-f]+) <(.+)>:$")
+TARGET_OFF = re.compile(r"<[^>+]+\+0x([0-9a-f]+)>")
+
+
+def disassemble(co):
+    """name -> list of (address, mnemonic, operands, branch target or None)."""
+    out = subprocess.run([tool("OBJDUMP", "llvm-objdump-15", "llvm-objdump"), "-d", "--mcpu=" + TARGET, co],
+                         check=True, capture_output=True, text=True).stdout
+    funcs, name, start = {}, None, 0
+    for line in out.splitlines():
+        m = FUNC.match(line)
+        if m:
+            name, start = m.group(2), int(m.group(1), 16)
+            funcs[name] = []
+            continue
+        m = INSN.match(line)
+        if not m or name is None:
+            continue
+        mnem, ops, addr = m.group(1), m.group(2).strip(), int(m.group(3), 16)
+        tgt = None
+        if mnem.startswith("s_branch") or mnem.startswith("s_cbranch"):
+            t = TARGET_OFF.search(line)
+            if t:
+                tgt = start + int(t.group(1), 16)
+        funcs[name].append((addr, mnem, ops, tgt))
+    return funcs
