@@ -96,6 +96,16 @@ def selftest():
     fast_wait = cu.waves[0].stall.get((None, "barrier"), 0)
     if fast_wait != ready_at(arrive + BARRIER_LAT, 0) - 4 * (3 + 10 + 1):
         fails.append("simulator selftest, the short wave's barrier wait: %s clocks" % fast_wait)
+    # an SGPR spilled to a lane of a VGPR never written before (what compilers do under SGPR
+    # pressure): the lane holds the value, the other lanes stay unknown, the loop runs its 3 trips
+    spill = ["s_mov_b32 s0, 3", "top:", "v_writelane_b32 v7, s0, 5", "v_readlane_b32 s1, v7, 5",
+             "s_add_i32 s0, s1, -1", "s_cmp_lg_u32 s0, 0", "s_cbranch_scc1 top", END]
+    _, cu = run_synthetic(spill)
+    lane5 = cu.waves[0].r.v[7]
+    if cu.unknown or cu.waves[0].r.s[0] != 0 or type(lane5) is not tuple or lane5[5] != 1 or lane5[0] is not None:
+        fails.append("simulator selftest, an SGPR spilled to a never-written VGPR's lane: %d unknown branches, "
+                     "s0 = %s, v7 = %s" % (cu.unknown, cu.waves[0].r.s[0], lane5 if type(lane5) is not tuple
+                                           else "lane 5 %s, lane 0 %s" % (lane5[5], lane5[0])))
     # fast-forward: a long loop simulated clock by clock and fast-forwarded agree within 1 %
     loop = ["s_mov_b32 s0, 2000", "top:", LOAD, "v_add_co_u32_e32 v4, vcc, 16, v4", VALU, VALU,
             "s_waitcnt vmcnt(0)", VALU, "s_add_i32 s0, s0, -1", "s_cmp_lg_u32 s0, 0", "s_cbranch_scc1 top", END]

@@ -661,12 +661,12 @@ def valu_semantics(x):
     if b == "v_writelane_b32":
         def writelane(r, d=ops[0], a=ops[1], sel=ops[2]):
             v, lane, old = sread(r, a), sread(r, sel), r.v[d.idx]
-            if lane is None or old is None:
+            if lane is None:
                 r.v[d.idx] = None
-            else:
-                col = list(old if type(old) is tuple else (old,) * WAVE)
+            else:  # one lane written: the others keep their values, known or not (a VGPR never written
+                col = list(old if type(old) is tuple else (old,) * WAVE)  # is 64 unknown lanes)
                 col[lane & 63] = v
-                r.v[d.idx] = uniform(tuple(col)) if v is not None else tuple(col)
+                r.v[d.idx] = None if col.count(None) == WAVE else uniform(tuple(col))
             return None
         return writelane
     if b in ("v_mbcnt_lo_u32_b32", "v_mbcnt_hi_u32_b32"):
