@@ -33,6 +33,7 @@ ifeq ($(TOOLCHAIN),rocm6)
   ISA_ENV   := HIPCC=$(ROCM6_BIN)/hipcc OBJDUMP=$(ROCM6_BIN)/llvm-objdump READELF=$(ROCM6_BIN)/llvm-readelf \
                ISA_BUILD=build/isa-rocm6
   TOOLCHAIN_READY := rocm6-chroot
+  GGML_READY      := rocm6-chroot-ggml
   # the simulator's label (its rows in results/gfx906-sim.tsv) and code objects
   SIM_TOOLCHAIN := rocm6.4
   SIM_OBJECTS   := build/isa-rocm6
@@ -256,7 +257,7 @@ resources-check: $(TOOLCHAIN_READY)
 #                       results/gfx906-vs-llama.tsv
 #   make calibrate      the simulator's calibration kernels (lens/calib/) simulated against published
 #                       gfx906 measurements -> results/gfx906-calibration.tsv
-.PHONY: isa isa-check isa-vs-llama calibrate
+.PHONY: isa isa-check isa-vs-llama calibrate ggml-headers rocm6-chroot-ggml
 SIM_ARGS = $(if $(SIM_OBJECTS),$(SIM_TOOLCHAIN) $(SIM_OBJECTS))
 # The simulator is pure Python (standard library). PyPy (Debian's pypy3) runs the long simulations of
 # the tables 2-3x faster than CPython, so make isa and calibrate take it where installed; the gate's
@@ -269,7 +270,13 @@ isa: $(TOOLCHAIN_READY)
 isa-check: $(TOOLCHAIN_READY)
 	@$(ISA_ENV) python3 -m lens isa-check
 	@$(ISA_ENV) python3 -m lens check $(SIM_ARGS)
-isa-vs-llama: $(TOOLCHAIN_READY)
+# ggml's HIP sources include hipBLAS's header: TOOLCHAIN=rocm6 installs it in the chroot (setup --ggml);
+# the host's hipcc needs it installed (Debian: libhipblas-dev), else the target says so and stops (77).
+GGML_READY ?= ggml-headers
+ggml-headers:
+	@printf '#include <hipblas/hipblas.h>\n' | $(HIPCC) -x hip --cuda-device-only -E - > /dev/null 2>&1 || \
+	    { echo "ggml's HIP build needs hipBLAS's headers, which $(HIPCC) lacks: install libhipblas-dev, or use TOOLCHAIN=rocm6 (its chroot gets them from tools/setup/rocm6_chroot.sh setup --ggml)"; exit 77; }
+isa-vs-llama: $(TOOLCHAIN_READY) $(GGML_READY)
 	@test -n "$(GGML)" || { echo "make isa-vs-llama: GGML=DIR (a ggml or llama.cpp checkout) is needed"; exit 2; }
 	@ROCM6_BIND="$(abspath $(GGML))" $(ISA_ENV) $(SIM_PYTHON) -m lens vs-llama $(GGML) $(SIM_ARGS)
 calibrate: $(TOOLCHAIN_READY)
@@ -278,6 +285,8 @@ calibrate: $(TOOLCHAIN_READY)
 # The ROCm 6.4 chroot and its tool wrappers (made once, then only checked).
 rocm6-chroot:
 	@tools/setup/rocm6_chroot.sh setup
+rocm6-chroot-ggml: rocm6-chroot
+	@tools/setup/rocm6_chroot.sh setup --ggml
 
 include tests/tests.mk
 
