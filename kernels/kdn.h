@@ -31,7 +31,7 @@ typedef struct {
     int chunks[2]; /* the chunk sizes it is built for ({0, 0}: not chunked) */
 } KdnLimits;
 extern const KdnLimits kdn_recurrent_limits;  /* kernels/deltanet_recurrent.cpp */
-extern const KdnLimits kdn_two_launch_limits; /* kernels/deltanet_two_launch.cpp */
+extern const KdnLimits kdn_two_launch_limits; /* kernels/two_launch_state.cpp */
 /* 1 when the kernel is built for chunk size C. */
 static inline int kdn_takes_chunk(const KdnLimits *l, int C) {
     return C > 0 && (C == l->chunks[0] || C == l->chunks[1]);

@@ -57,7 +57,7 @@ const LayerVariant layer_variants[LAYER_VARIANT_COUNT] = {
                           "the product's chunked prefill: every chunk's intra-chunk quantities at once, then the "
                           "state pass",
                           "kdn_layer_run, path CHUNKED: kdn_two_launch_intra + kdn_two_launch_state "
-                          "(kernels/deltanet_two_launch.cpp)",
+                          "(kernels/two_launch_intra.cpp, two_launch_state.cpp)",
                           two_launch_prepare, deltanet_two_launch, chunked_refuses},
     [LAYER_AUTO] = {"auto", "the library's choice: recurrent up to kdn_gdn_recurrent_max_t(n_seqs) tokens, else two_launch",
                     "kdn_layer_run, path AUTO (kernels/gated_delta_net.c: what kdn_gated_delta_net ends in)", two_launch_prepare, deltanet_auto,
@@ -69,7 +69,7 @@ const LayerVariant layer_variants[LAYER_VARIANT_COUNT] = {
                                  "opt-in: two_launch with the intra kernel's K K^T and Q K^T from fp16 q, k "
                                  "(gfx906 v_dot2_f32_f16), everything else fp32",
                                  "kdn_deltanet_two_launch_f16dot = kdn_two_launch_intra_f16dot + "
-                                 "kdn_two_launch_state (kernels/deltanet_two_launch.cpp; not in the library's API)",
+                                 "kdn_two_launch_state (kernels/two_launch_*.cpp; not in the library's API)",
                                  two_launch_prepare, deltanet_two_launch_f16dot,
                                  chunked_refuses, 1},
 };

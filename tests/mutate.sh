@@ -9,7 +9,7 @@
 #   tests/mutate.sh --all     every fault (make mutate; docs/ci.md's nightly job)
 #   tests/mutate.sh --list    the faults, without running them
 #   tests/mutate.sh --check   that every fault still applies to its marked line (no build; make test)
-#   tests/mutate.sh NAME...   the faults named (shell patterns, e.g. 'barrier:deltanet_two_launch.cpp:37*')
+#   tests/mutate.sh NAME...   the faults named (shell patterns, e.g. 'barrier:two_launch_intra.cpp:37*')
 # Barrier faults run their tests on the race detector's build (build/cpu-race,
 # make RACECHECK=1): a missing barrier shows as an LDS race, reported whatever
 # the thread order; then under the executor's desc and shuffle schedules.
@@ -39,7 +39,7 @@ fault() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "${6:-}" >>
 REC='recurrent_decode recurrent_odd_dims recurrent_strong_decay recurrent_state_x1000 compare_T1_B1'
 ONE_LAUNCH='one_launch_T1 one_launch_T65 one_launch_gqa3 one_launch_chunk32_T33 one_launch_odd_dims'
 TWO='two_launch_*'
-R=kernels/deltanet_recurrent.cpp O=phases/kernels/deltanet_one_launch.cpp W=kernels/deltanet_two_launch.cpp
+R=kernels/deltanet_recurrent.cpp O=phases/kernels/deltanet_one_launch.cpp WI=kernels/two_launch_intra.cpp WS=kernels/two_launch_state.cpp
 # a term of the layer scaled by 0.999 (a 0.1 % error), per kernel
 fault rec_out_intra $R rec_out 's/fmaf\(d\[i\], dots\[kCols\], a \* dots\[i\]\)/fmaf(0.999f * d[i], dots[kCols], a * dots[i])/' "$REC compare_T1024_B1" quick
 fault rec_out_state $R rec_out 's/fmaf\(d\[i\], dots\[kCols\], a \* dots\[i\]\)/fmaf(d[i], dots[kCols], 0.999f * a * dots[i])/' "$REC"
@@ -47,7 +47,7 @@ fault rec_delta $R rec_delta 's/d\[i\] = cur.beta \*/d[i] = 0.999f * cur.beta */
 fault rec_decay $R rec_state 's/S\[i\]\[r\] = fmaf\(cur.k\[r\], d\[i\], a \* S\[i\]\[r\]\)/S[i][r] = fmaf(cur.k[r], d[i], 0.999f * a * S[i][r])/' "$REC"
 fault rec_decay_after_update $R rec_state 's/S\[i\]\[r\] = fmaf\(cur.k\[r\], d\[i\], a \* S\[i\]\[r\]\)/S[i][r] = a * fmaf(cur.k[r], d[i], S[i][r])/' "$REC"
 # ggml's scale of q wrong (its square root) in the chunked path's outputs (the library's rows through the chunked kernels)
-fault two_launch_q_scale $W two_launch_q_scale 's/xq\[a\]\[b\] \*= q_scale;/xq[a][b] *= sqrtf(q_scale);/' 'gdn_T64_chunked gdn_T300_auto_perm'
+fault two_launch_q_scale $WS two_launch_q_scale 's/xq\[a\]\[b\] \*= q_scale;/xq[a][b] *= sqrtf(q_scale);/' 'gdn_T64_chunked gdn_T300_auto_perm'
 # KDA: token t's row factors read from the buffer being filled with token t + 1's
 fault kda_factor_buffer $R kda_factors 's/kda, t & 1,/kda, (t + 1) & 1,/' 'gdn_*kda*'
 # the per-token decay factor off by 2^-23 with a steady sign (as CUDA's expf was, a tenth of it:
@@ -59,24 +59,24 @@ fault one_launch_delta $O one_launch_delta 's/L.rd\[t\]\[b\] = L.beta\[t\] \*/L.
 fault one_launch_state_decay $O one_launch_state 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/fmaf(0.999f * total, L.s[i][b], acc[m])/' "$ONE_LAUNCH"
 fault one_launch_state_update $O one_launch_state 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/fmaf(total, L.s[i][b], 0.999f * acc[m])/' "$ONE_LAUNCH"
 fault one_launch_decay_after_update $O one_launch_state 's/fmaf\(total, L.s\[i\]\[b\], acc\[m\]\)/total * (L.s[i][b] + acc[m])/' "$ONE_LAUNCH"
-fault two_launch_out_intra $W state_out 's/fmaf\(p4\[st\]\[a\]\[e\], /fmaf(0.999f * p4[st][a][e], /' "$TWO"
-fault two_launch_state_update $W state_update 's/fmaf\(total, s4\[b\], acc\[u\]\[b\]\)/fmaf(total, s4[b], 0.999f * acc[u][b])/' "$TWO"
-fault two_launch_decay_after_update $W state_update 's/fmaf\(total, s4\[b\], acc\[u\]\[b\]\)/total * (s4[b] + acc[u][b])/' "$TWO"
+fault two_launch_out_intra $WS state_out 's/fmaf\(p4\[st\]\[a\]\[e\], /fmaf(0.999f * p4[st][a][e], /' "$TWO"
+fault two_launch_state_update $WS state_update 's/fmaf\(total, s4\[b\], acc\[u\]\[b\]\)/fmaf(total, s4[b], 0.999f * acc[u][b])/' "$TWO"
+fault two_launch_decay_after_update $WS state_update 's/fmaf\(total, s4\[b\], acc\[u\]\[b\]\)/total * (s4[b] + acc[u][b])/' "$TWO"
 # the packed-fp16 variant: its queries scaled by 0.999 in Q K^T (P's term, 0.1 %); its rows on
 # fp16-exact q and k (two_launch_f16dot_*exact_qk) must fail at TOL_CHUNK
-fault two_launch_f16dot_q $W intra_f16_queries 's/kdn_pack_f16x2\(buf\[1\]\[e\], buf\[1\]\[e \+ 1\]\)/kdn_pack_f16x2(0.999f * buf[1][e], 0.999f * buf[1][e + 1])/' 'two_launch_f16dot_*exact_qk'
+fault two_launch_f16dot_q $WI intra_f16_queries 's/kdn_pack_f16x2\(buf\[1\]\[e\], buf\[1\]\[e \+ 1\]\)/kdn_pack_f16x2(0.999f * buf[1][e], 0.999f * buf[1][e + 1])/' 'two_launch_f16dot_*exact_qk'
 # a wrong snapshot slot: slots 0 and 1 (2 and 3, ...) swapped in the recurrent kernel
 fault snapshot_slot $R rec_snapshot 's/\(c, S, T - 1 - t, s_off/(c, S, ((T - 1 - t) ^ 1) < c.K ? (T - 1 - t) ^ 1 : T - 1 - t, s_off/' 'gdn_*K[24]*'
 # the grouped-head map swapped in the kernels only (the reference keeps its own)
 fault head_map_swapped kernels/heads.h head_map 's/head_map == 0 \? h % H_k/head_map == 1 ? h % H_k/' "one_launch_gqa3 two_launch_gqa3_c32 recurrent_odd_dims" quick
 # a chunk's tail one token short
 fault one_launch_tail $O one_launch_tail 's/const int n = T - t0 < C \? T - t0 : C;/const int n = T - t0 < C ? T - t0 - 1 : C;/' "$ONE_LAUNCH" quick
-fault intra_tail $W intra_tail 's/n = T - t0 < C \? T - t0 : C;/n = T - t0 < C ? T - t0 - 1 : C;/' "$TWO"
+fault intra_tail $WI intra_tail 's/n = T - t0 < C \? T - t0 : C;/n = T - t0 < C ? T - t0 - 1 : C;/' "$TWO"
 # snapshots to state_dst: ignored (dst's tail), or its slot stride taken as a slot's size
 fault state_dst_ignored kernels/gated_delta_net.c state_dst 's/c->state_dst \? c->state_dst : tail/tail/' 'gdn_cache* gdn_in_place*'
 fault state_slot_stride kernels/gated_delta_net.c snap_stride 's/\(long\)slot_stride\(c\)/(long)slot_elements(c)/' 'gdn_cache*'
 # v read in place as a view: the head stride taken as in a contiguous v (right only for those)
-fault v_view_head_stride $W v_view 's/h \* v_head;/h * (v_head - v_head + D_v);/' 'gdn_*perm*'
+fault v_view_head_stride $WI v_view 's/h \* v_head;/h * (v_head - v_head + D_v);/' 'gdn_*perm*'
 
 # every barrier of the product kernels and the unfused pipeline's, removed;
 # the fault's marker is the barrier's ordinal in its file (barriers are found,
@@ -95,9 +95,10 @@ barriers() { # barriers FILE TESTS [QUICK_MARKS]
     for k in ${3:-}; do QUICK_BARRIERS="$QUICK_BARRIERS $1:$k"; done
 }
 QUICK_BARRIERS=
-# quick: two deltanet_two_launch.cpp barriers that survived every test under the
+# quick: two two_launch_intra.cpp barriers that survived every test under the
 # ascending-only executor (after phases c and d).
-barriers $W "$TWO" "intra_after_tiles intra_after_invert"
+barriers $WI "$TWO" "intra_after_tiles intra_after_invert"
+barriers $WS "$TWO"
 barriers $O "$ONE_LAUNCH"
 barriers $R 'gdn_*kda*'
 barriers phases/kernels/gemm.cpp 'gemm_*'

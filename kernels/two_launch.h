@@ -1,0 +1,78 @@
+// The two-launch chunked layer (the product's prefill): the gated Delta-Net in two launches
+// (docs/algorithm.md). The first, two_launch_intra.cpp, computes every chunk's
+// state-independent quantities at once; the second, two_launch_state.cpp,
+// carries the state through the chunks. kdn.h fixes the buffers:
+// chunk index ci = (seq * H_v + h) * n_chunks + c, per chunk gamma [C],
+// Tinv [C][C], U [C][D_v], W [C][D_k], P [C][C], rows past the chunk's n
+// tokens zero.
+//
+// Both kernels use dynamic LDS (the launchers static_assert <= 64 KB). C = 32
+// and 64 are instantiated; C = 128 or D_k > 128 are refused. Only exponentials
+// of non-positive numbers appear (gamma_i, gamma_i - gamma_j for j <= i,
+// gamma_last - gamma_j). Vector loads need D_k and D_v multiples of 4 and
+// 16-byte aligned tensors; other shapes run the same code with scalar loads.
+//
+// This header holds what both stages and their launchers share.
+#ifndef KDN_TWO_LAUNCH_H
+#define KDN_TWO_LAUNCH_H
+
+#include "backend/backend.h"
+#include "backend/wave.h"
+#include "decay.h"
+#include "heads.h"
+#include "kdn.h"
+
+static const int kMaxDk = 128;
+// Inner loops go in batches of kSteps 4-float steps whose global loads are all
+// issued before the batch's FMAs: one memory latency per batch, not per step.
+static const int kSteps = 2;
+static_assert(kMaxDk % (4 * kSteps) == 0 && kSteps % 2 == 0, "D_k loops run in whole batches");
+
+// p[0..3], of which the first `valid` exist (valid may be <= 0 or >= 4).
+// kVec: p is 16-byte aligned and valid a multiple of 4 (D_k, D_v and every
+// column offset are), so a quad exists whole or not at all: one vector load
+// or zeros, never scalar loads (which made gfx906 serialise the vector ones).
+template <bool kVec>
+__device__ __forceinline__ void load4(const float *p, int valid, float out[4]) {
+    if (kVec) {
+        kdn_load4_if(p, valid >= 4, out);
+        return;
+    }
+    KDN_UNROLL
+    for (int u = 0; u < 4; u++) out[u] = u < valid ? p[u] : 0.0f;
+}
+
+template <bool kVec>
+__device__ __forceinline__ void store4(float *p, int valid, const float in[4]) {
+    if (kVec) {
+        if (valid >= 4) kdn_store4(p, in);
+        return;
+    }
+    KDN_UNROLL
+    for (int u = 0; u < 4; u++)
+        if (u < valid) p[u] = in[u];
+}
+
+// ---- launchers' checks --------------------------------------------------------
+// What both stages take (the C of their launch<C>); kdn_two_launch_limits, the
+// library's copy (kdn.h), is defined from it in two_launch_state.cpp.
+constexpr KdnLimits kTwoLaunchLimits = {kMaxDk, {32, 64}};
+
+static inline const char *unsupported(const KdnShape *s) {
+    const char *why = kdn_layer_shape_unsupported(s);
+    if (why) return why;
+    if (s->D_k > kMaxDk) return "D_k > 128 (the state slab would not fit in 64 KB of LDS)";
+    if (!kdn_takes_chunk(&kTwoLaunchLimits, s->chunk)) return "chunk must be 32 or 64";
+    return NULL;
+}
+
+// Vector loads: every row length a multiple of 4 floats and every tensor
+// 16-byte aligned.
+static inline bool vector_ok(const KdnShape *s, const void *const *ptrs, int count) {
+    if (s->D_k % 4 != 0 || s->D_v % 4 != 0) return false;
+    for (int i = 0; i < count; i++)
+        if ((size_t)ptrs[i] % 16 != 0) return false;
+    return true;
+}
+
+#endif

@@ -1,0 +1,282 @@
+// Phase 7 of the ladder, the second launch of the two-launch chunked layer
+// (two_launch.h):
+//
+// 2) kernel_two_launch_state
+//   grid      (D_v / 32, H_v, n_seqs): a workgroup owns a D_k x 32 slab of one
+//             head's state (state columns are independent) through chunks
+//             c0 .. c1 - 1: read once, written once.
+//   workgroup 256 threads; thread (rg, quad) = (tid / 8, tid % 8) owns the
+//             slab's columns 4 quad .. 4 quad + 3 in every step:
+//             G1  X = [W; Q] S (C/32 token rows rg C/32 + a of each, so 8
+//                 accumulators per row): per 4 state rows, 4 LDS vector reads
+//                 of S and 2 C/32 global vector reads of W and Q rows feed
+//                 32 C/32 FMAs. V_new = U - W S to LDS; e^gamma (Q S) kept.
+//             G2  O = e^gamma (Q S) + P V_new for the same rows, to o.
+//             G3  S <- e^gamma_last S + K^T (e^(gamma_last - gamma) V_new)
+//                 for state rows 4 rg .. 4 rg + 3, read from and written back
+//                 to the slab in LDS (the only copy: no registers held from
+//                 chunk to chunk), for the next chunk's G1.
+//             A barrier after V_new is stored, after G2, after V_new is
+//             rescaled in place, and after G3: 4 per chunk.
+//   LDS       S 128 x 32 + V_new C x 32 floats: 24 KB at C = 64, so two
+//             workgroups (8 waves, 2 per SIMD) share a gfx906 CU; 20 KB at
+//             C = 32, three (the kernel is held to 84 VGPRs there).
+
+#include "two_launch.h"
+
+// ---- 2) state through chunks ------------------------------------------------
+static const int kStateThreads = 256;
+static const int kBV = 32;                         // state columns per workgroup
+static const int kQuads = kBV / 4;                 // a thread owns one column quad
+static const int kRowGroups = kStateThreads / kQuads;
+static const int kSRows = kMaxDk / kRowGroups;     // state rows per thread in G3
+static_assert(kSRows == 4, "a thread's state rows are one 4-float vector of a state column");
+
+template <int C>
+struct StateLds {
+    static_assert(C % kRowGroups == 0 && C % (4 * kSteps) == 0, "C must split into row groups and batches");
+    float s[kMaxDk][kBV]; // the slab S[i][b]; rows past D_k and columns past D_v zero
+    float vn[C][kBV];     // V_new, then e^(gamma_last - gamma_j) V_new
+};
+
+// G2's batch of 4 kSteps columns j of P for the thread's RT token rows: xq +=
+// P[row][j] V_new[j]. For j > row, P's zero meets 0 instead of V_new[j] (a
+// select of the operand), so that a NaN or Inf in a later token's V_new
+// never reaches an earlier token's output. gfx906 model (ROCm 5.2): the
+// chunk loop from 549 to 808 cycles; a branch to a masked copy of the batch
+// took it to 2204, a loop of its own for the last batch 129 VGPRs (1 wave
+// per SIMD).
+template <int C, bool kVec>
+__device__ __forceinline__ void state_outputs_batch(const StateLds<C> &L, const float *Pc, int rg, int cq, int j0,
+                                                    int jend, float (*xq)[4]) {
+    const int RT = C / kRowGroups;
+    float p4[kSteps][RT][4]; // P[row][j0 ..]: whole rows exist (C columns, zero past the diagonal)
+    KDN_UNROLL
+    for (int st = 0; st < kSteps; st++)
+        KDN_UNROLL
+        for (int a = 0; a < RT; a++)
+            load4<kVec>(Pc + (rg * RT + a) * C + j0 + 4 * st, j0 + 4 * st < jend ? 4 : 0, p4[st][a]);
+    KDN_UNROLL
+    for (int st = 0; st < kSteps; st++)
+        KDN_UNROLL
+        for (int e = 0; e < 4; e++) {
+            const int j = j0 + 4 * st + e;
+            float v4[4];
+            kdn_load4(&L.vn[j][cq], v4);
+            KDN_UNROLL
+            for (int a = 0; a < RT; a++)
+                KDN_UNROLL
+                for (int b = 0; b < 4; b++)
+                    xq[a][b] = fmaf(p4[st][a][e], j <= rg * RT + a ? v4[b] : 0.0f, xq[a][b]); // mutate: state_out
+        }
+}
+
+// gfx906 waves per SIMD the pass is compiled for: at C = 32 (20 KB of LDS)
+// three workgroups share a CU, so a B = 1 call's 128 workgroups (Qwen3-Next:
+// 32 heads x 4 slabs) run in one round on 60 CUs instead of 120 + 8. At C = 64
+// (24 KB) LDS allows two, and the scalar-load copy does not fit 84 VGPRs:
+// 1, no bound.
+template <int C, bool kVec>
+constexpr int kStateWaves = C == 32 && kVec ? 3 : 1;
+
+template <int C, bool kVec>
+__global__ __launch_bounds__(kStateThreads) KDN_GFX906_WAVES_PER_SIMD((kStateWaves<C, kVec>)) void kernel_two_launch_state(
+    const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ gamma,
+    const float *__restrict__ to_end, const float *__restrict__ U, const float *__restrict__ W,
+    const float *__restrict__ P, const float *state_in, float *state_out, float *__restrict__ o, int T, int H_k,
+    int H_v, int D_k, int D_v, int head_map, int c0, int c1, float q_scale) {
+    KDN_DYNAMIC_SHARED(double, lds_raw);
+    StateLds<C> &L = *(StateLds<C> *)lds_raw;
+    const int RT = C / kRowGroups; // token rows per thread in G1 and G2
+    const int tid = (int)threadIdx.x, rg = tid / kQuads, cq = tid % kQuads * 4;
+    const int b0 = (int)blockIdx.x * kBV, h = (int)blockIdx.y, seq = (int)blockIdx.z;
+    const int hk = kdn_key_head(h, H_k, H_v, head_map);
+    const int ncols = D_v - (b0 + cq); // this thread's columns that exist (may be <= 0)
+    const int n_chunks = (T + C - 1) / C;
+    const size_t head = ((size_t)seq * H_v + h) * D_v * D_k;
+    const size_t qk_stride = (size_t)H_k * D_k;
+    const int i0 = rg * kSRows; // this thread's state rows in G3
+
+    // St is D_v x D_k (i innermost): column b of the slab is a row of St.
+    // The slab lives in LDS only: registers held across the chunk loop would
+    // count against every step's (gfx906: 3 waves per SIMD need <= 84 VGPRs).
+    KDN_UNROLL
+    for (int c = 0; c < 4; c++) {
+        float col[kSRows];
+        load4<kVec>(state_in + head + (size_t)(b0 + cq + c) * D_k + i0, c < ncols ? D_k - i0 : 0, col);
+        KDN_UNROLL
+        for (int u = 0; u < kSRows; u++) L.s[i0 + u][cq + c] = col[u];
+    }
+    __syncthreads();
+
+    for (int c = c0; c < c1; c++) {
+        const int n = T - c * C < C ? T - c * C : C;
+        const size_t tok0 = (size_t)seq * T + (size_t)c * C;
+        const size_t ci = ((size_t)seq * H_v + h) * n_chunks + c;
+        const float *Wc = W + ci * C * D_k, *Uc = U + ci * C * D_v, *Pc = P + ci * C * C, *gc = gamma + ci * C;
+        const float *te = to_end + ci * C;
+        const float *qc = q + (tok0 * H_k + hk) * D_k, *kc = k + (tok0 * H_k + hk) * D_k;
+
+        // G1: X = [W; Q] S for token rows rg RT + a.
+        float xw[RT][4], xq[RT][4];
+        KDN_UNROLL
+        for (int a = 0; a < RT; a++)
+            KDN_UNROLL
+            for (int b = 0; b < 4; b++) xw[a][b] = xq[a][b] = 0.0f;
+        for (int i0b = 0; i0b < D_k; i0b += 4 * kSteps) {
+            float w4[kSteps][RT][4], q4[kSteps][RT][4]; // the batch's loads, issued together
+            KDN_UNROLL
+            for (int st = 0; st < kSteps; st++)
+                KDN_UNROLL
+                for (int a = 0; a < RT; a++) {
+                    const int row = rg * RT + a, i = i0b + 4 * st;
+                    load4<kVec>(Wc + (size_t)row * D_k + i, D_k - i, w4[st][a]); // zero past n
+                    load4<kVec>(qc + row * qk_stride + i, row < n ? D_k - i : 0, q4[st][a]);
+                }
+            KDN_UNROLL
+            for (int st = 0; st < kSteps; st++) {
+                float s4[4][4];
+                KDN_UNROLL
+                for (int e = 0; e < 4; e++) kdn_load4(&L.s[i0b + 4 * st + e][cq], s4[e]);
+                KDN_UNROLL
+                for (int a = 0; a < RT; a++)
+                    KDN_UNROLL
+                    for (int e = 0; e < 4; e++)
+                        KDN_UNROLL
+                        for (int b = 0; b < 4; b++) {
+                            xw[a][b] = fmaf(w4[st][a][e], s4[e][b], xw[a][b]);
+                            xq[a][b] = fmaf(q4[st][a][e], s4[e][b], xq[a][b]);
+                        }
+            }
+        }
+        // V_new = U - W S (0 past n: U and W rows are); the state part of O.
+        // The rows' e^(gamma_last - gamma_j) are loaded here, for after G2:
+        // their latency hides behind it.
+        float vn[RT][4], f_end[RT];
+        KDN_UNROLL
+        for (int a = 0; a < RT; a++) {
+            const int row = rg * RT + a;
+            f_end[a] = row < n ? te[row] : 0.0f;
+            float u4[4];
+            load4<kVec>(Uc + (size_t)row * D_v + b0 + cq, ncols, u4);
+            const float eg = expf(gc[row]);
+            KDN_UNROLL
+            for (int b = 0; b < 4; b++) {
+                vn[a][b] = u4[b] - xw[a][b];
+                xq[a][b] *= eg;
+            }
+            kdn_store4(&L.vn[row][cq], vn[a]);
+        }
+        __syncthreads();
+
+        // G2: O = e^gamma (Q S) + P V_new; P is zero above the diagonal.
+        const int jend = n < (rg + 1) * RT ? n : (rg + 1) * RT;
+        for (int j0 = 0; j0 < jend; j0 += 4 * kSteps) state_outputs_batch<C, kVec>(L, Pc, rg, cq, j0, jend, xq);
+        // o is linear in q: ggml's scale of q is one multiply here.
+        KDN_UNROLL
+        for (int a = 0; a < RT; a++) {
+            const int row = rg * RT + a;
+            KDN_UNROLL
+            for (int b = 0; b < 4; b++) xq[a][b] *= q_scale; // mutate: two_launch_q_scale
+            if (row < n) store4<kVec>(o + ((tok0 + row) * H_v + h) * D_v + b0 + cq, ncols, xq[a]);
+        }
+        __syncthreads();
+
+        // V_new rows scaled by e^(gamma_last - gamma_j), for G3.
+        KDN_UNROLL
+        for (int a = 0; a < RT; a++) {
+            const int row = rg * RT + a;
+            KDN_UNROLL
+            for (int b = 0; b < 4; b++) vn[a][b] *= f_end[a];
+            kdn_store4(&L.vn[row][cq], vn[a]);
+        }
+        __syncthreads();
+
+        // G3: S <- e^gamma_last S + K^T V_new' for state rows i0 .. i0 + kSRows - 1.
+        float acc[kSRows][4];
+        KDN_UNROLL
+        for (int u = 0; u < kSRows; u++)
+            KDN_UNROLL
+            for (int b = 0; b < 4; b++) acc[u][b] = 0.0f;
+        for (int j0 = 0; j0 < n; j0 += 4 * kSteps) {
+            float k4[4 * kSteps][4];
+            KDN_UNROLL
+            for (int jj = 0; jj < 4 * kSteps; jj++)
+                load4<kVec>(kc + (j0 + jj) * qk_stride + i0, j0 + jj < n ? D_k - i0 : 0, k4[jj]);
+            KDN_UNROLL
+            for (int jj = 0; jj < 4 * kSteps; jj++) {
+                float v4[4];
+                kdn_load4(&L.vn[j0 + jj][cq], v4); // rows past n are zero
+                KDN_UNROLL
+                for (int u = 0; u < kSRows; u++)
+                    KDN_UNROLL
+                    for (int b = 0; b < 4; b++) acc[u][b] = fmaf(k4[jj][u], v4[b], acc[u][b]);
+            }
+        }
+        const float total = kdn_decay(gc[n - 1]); // once per chunk: decay.h
+        // Rows i0 .. i0 + kSRows - 1 of the slab are this thread's alone.
+        KDN_UNROLL
+        for (int u = 0; u < kSRows; u++) {
+            float s4[4];
+            kdn_load4(&L.s[i0 + u][cq], s4);
+            KDN_UNROLL
+            for (int b = 0; b < 4; b++) s4[b] = fmaf(total, s4[b], acc[u][b]); // mutate: state_update
+            kdn_store4(&L.s[i0 + u][cq], s4);
+        }
+        __syncthreads();
+    }
+    KDN_UNROLL
+    for (int c = 0; c < 4; c++) {
+        float col[kSRows];
+        KDN_UNROLL
+        for (int u = 0; u < kSRows; u++) col[u] = L.s[i0 + u][cq + c];
+        if (c < ncols) store4<kVec>(state_out + head + (size_t)(b0 + cq + c) * D_k + i0, D_k - i0, col);
+    }
+}
+
+// ---- launchers ----------------------------------------------------------------
+const KdnLimits kdn_two_launch_limits = kTwoLaunchLimits;
+
+template <int C, bool kVec>
+static void launch_state(const KdnShape *s, int c0, int c1, const float *q, const float *k, const float *gamma,
+                         const float *to_end, const float *U, const float *W, const float *P, const float *state_in,
+                         float *state_out, float *o, float q_scale) {
+    static_assert(sizeof(StateLds<C>) <= 64 * 1024, "gfx906 has 64 KB of LDS per workgroup");
+    dim3 grid((unsigned)KDN_CEIL_DIV(s->D_v, kBV), (unsigned)s->H_v, (unsigned)s->n_seqs);
+    KDN_ALLOW_LDS((kernel_two_launch_state<C, kVec>), sizeof(StateLds<C>));
+    KDN_LAUNCH((kernel_two_launch_state<C, kVec>), grid, dim3(kStateThreads), sizeof(StateLds<C>), q, k, gamma, to_end,
+               U, W, P, state_in, state_out, o, s->T, s->H_k, s->H_v, s->D_k, s->D_v, s->head_map, c0, c1, q_scale);
+}
+
+template <int C>
+static void launch_state_c(const KdnShape *s, bool vec, int c0, int c1, const float *q, const float *k,
+                           const float *gamma, const float *to_end, const float *U, const float *W, const float *P,
+                           const float *state_in, float *state_out, float *o, float q_scale) {
+    if (vec)
+        launch_state<C, true>(s, c0, c1, q, k, gamma, to_end, U, W, P, state_in, state_out, o, q_scale);
+    else
+        launch_state<C, false>(s, c0, c1, q, k, gamma, to_end, U, W, P, state_in, state_out, o, q_scale);
+}
+
+extern "C" int kdn_two_launch_fewest_rounds_chunk(const KdnShape *s) {
+    const long workgroups = (long)KDN_CEIL_DIV(s->D_v, kBV) * s->H_v * s->n_seqs;
+    const long round = KDN_ROUND_WORKGROUPS((kernel_two_launch_state<64, true>), kStateThreads, 2);
+    return workgroups <= round ? 64 : 32;
+}
+
+extern "C" void kdn_two_launch_state(const KdnShape *s, int c0, int c1, const float *q, const float *k,
+                                     const float *gamma, const float *to_end, const float *U, const float *W,
+                                     const float *P, const float *state_in, float *state_out, float *o,
+                                     float q_scale) {
+    const char *why = unsupported(s);
+    if (!why && (c0 < 0 || c1 < c0 || c1 > KDN_CEIL_DIV(s->T, s->chunk)))
+        why = "chunk range outside 0..n_chunks";
+    const void *ptrs[] = {q, k, U, W, P, state_in, state_out, o};
+    const bool vec = vector_ok(s, ptrs, 8);
+    if (why)
+        kdn_launch_refused("kernel_two_launch_state", why);
+    else if (s->chunk == 32)
+        launch_state_c<32>(s, vec, c0, c1, q, k, gamma, to_end, U, W, P, state_in, state_out, o, q_scale);
+    else
+        launch_state_c<64>(s, vec, c0, c1, q, k, gamma, to_end, U, W, P, state_in, state_out, o, q_scale);
+}
