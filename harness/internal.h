@@ -70,6 +70,8 @@ int memory_refusal(const MemoryLimits *m, bool device, double held, double more,
 double least_seconds(const Work *w);
 /* 0 when the work's estimate fits max_seconds; else 1 with the numbers. */
 int time_refusal(const Work *w, double max_seconds, char *why, size_t size);
+/* The refusal of a test whose launch the CPU executor stopped at max_seconds. */
+void time_stop_refusal(double max_seconds, char *why, size_t size);
 /* "812 bytes", "12.0 KiB", "16.0 GiB"; "3.2 ms", "4.1 s" */
 void format_bytes(double bytes, char *out, size_t size);
 void format_seconds(double s, char *out, size_t size);

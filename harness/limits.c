@@ -99,3 +99,9 @@ int time_refusal(const Work *w, double max_seconds, char *why, size_t size) {
              w->ref_flops, w->kernel_flops, cap);
     return 1;
 }
+
+void time_stop_refusal(double max_seconds, char *why, size_t size) {
+    char cap[32];
+    format_seconds(max_seconds, cap, sizeof cap);
+    snprintf(why, size, "refused: a kernel launch ran past --max-seconds %s of CPU time and was stopped there", cap);
+}

@@ -32,7 +32,8 @@ static void usage(FILE *f) {
             "  --max-mem SIZE   refuse a test where its host, or device, memory would exceed SIZE bytes\n"
             "                   (a suffix K, M, G: 2^10, 2^20, 2^30; default 16G); the machine's memory\n"
             "                   (physical, ulimit -v, the device's) is always a limit\n"
-            "  --max-seconds S  refuse a test whose least work is estimated over S seconds (default %.0f)\n"
+            "  --max-seconds S  refuse a test whose least work is estimated over S seconds (default %.0f);\n"
+            "                   CPU build: a kernel launch past S seconds of CPU time is stopped, its test refused\n"
             "  --compare OLD NEW  report regressions between two logs (runs no test):\n"
             "                   failing or missing tests, max_diff grown past --max-diff-growth X\n"
             "                   (default 2), timings slower than --time-threshold PCT (default 10)\n"
@@ -40,7 +41,7 @@ static void usage(FILE *f) {
             "  --help           this text\n"
             "exit status: 0 all passed, 1 a test failed (--compare: a regression), 2 bad usage,\n"
             "an unreadable or incomplete log, bad input or an I/O error, 3 a test was refused (its\n"
-            "memory or its time estimate over a limit; 1 and 2 take precedence), 77 no device\n",
+            "memory, its time estimate or its run over a limit; 1 and 2 take precedence), 77 no device\n",
             DEFAULT_REPS, DEFAULT_SEED, DEFAULT_MAX_SECONDS);
 }
 

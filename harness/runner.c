@@ -105,6 +105,8 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     memset(r, 0, sizeof *r);
     if (registry_least_work(row, t, &work) && time_refusal(&work, o->max_seconds, r->shape, sizeof r->shape))
         return refuse_for_time(row, o, out, r);
+    const long stopped = kdn_launches_out_of_time();
+    kdn_set_launch_time_limit(o->max_seconds); /* the estimate is a floor: the run is held to the limit too */
     ctx_begin(c, t, o->seed, o->verbose, o->bench_reps, o->max_mem);
     c->abandon = &abandon;
     if (setjmp(abandon) == 0) t->run(t, c); /* else: refused for its memory, the refusal recorded */
@@ -112,6 +114,10 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     /* A leftover error must not leak into the next test. */
     const char *late = kdn_sync();
     if (late) test_fail(c, "runtime error: %s", late);
+    if (kdn_launches_out_of_time() > stopped) {
+        time_stop_refusal(o->max_seconds, c->msg, sizeof c->msg);
+        c->refused = c->failed = true;
+    }
     if (!c->failed && !c->compared && !c->skipped) test_fail(c, "test compared nothing");
     c->skipped &= !c->failed;
     ctx_end(c);

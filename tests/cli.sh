@@ -93,6 +93,10 @@ expect 3 "^\[REFUSED\] .*refused: estimated at least [0-9.]* s (.* reference, .*
     --set T=1048576 --max-seconds 1 --test two_launch_scalar_odd_dims
 expect 3 "refused: estimated at least [0-9.]* s (.*), over --max-seconds 1 us$" --max-seconds 1e-6 --test one_launch_ragged
 expect 0 "1 passed, 0 failed" --max-mem 16M --max-seconds 100 --test one_launch_T64
+# the CPU executor's watchdog stops a thread that makes no progress, never a
+# long run that does: a launch longer than a lowered KDN_CPU_TIMEOUT passes
+# (it was cut as a hang, [FAIL]); tests/test_harness.c plants the hang
+KDN_CPU_TIMEOUT=0.01 expect 0 "1 passed, 0 failed" --set T=64 --set H_k=1 --set H_v=1 --set n_seqs=1 --test recurrent_prompt
 expect 2 "invalid --max-mem '12X'" --max-mem 12X
 expect 2 "invalid --max-seconds '0'" --max-seconds 0
 expect 2 "--max-mem has no effect with --compare" --compare a b --max-mem 1G

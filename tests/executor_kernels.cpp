@@ -201,6 +201,13 @@ __global__ void kernel_spin_wait(volatile float *flag) {
     }
 }
 
+// Every thread waits at the barrier for a flag no thread sets: progress
+// (barriers) without end, never a hang by the no-progress rule; only the
+// launch's time limit stops it.
+__global__ void kernel_endless_barriers(volatile float *flag) {
+    while (flag[0] == 0.0f) __syncthreads();
+}
+
 // A 1 MB private array: far more than a fiber's stack.
 __global__ void kernel_huge_private(float *y) {
     volatile float big[256 * 1024];
@@ -239,6 +246,10 @@ void exec_set_timeout(double seconds) { kdn_cpu_set_timeout(seconds); }
 void exec_spin_wait(float *flag) {
     flag[0] = 0.0f;
     KDN_LAUNCH(kernel_spin_wait, dim3(1), dim3(64), 0, flag);
+}
+void exec_endless_barriers(float *flag) {
+    flag[0] = 0.0f;
+    KDN_LAUNCH(kernel_endless_barriers, dim3(1), dim3(64), 0, flag);
 }
 void exec_huge_private(float *y) { KDN_LAUNCH(kernel_huge_private, dim3(1), dim3(64), 0, y); }
 void exec_divide(float *y, int d) { KDN_LAUNCH(kernel_divide, dim3(1), dim3(64), 0, y, d); }

@@ -68,10 +68,12 @@ void exec_static_race(float *y);
 void exec_lds_past_end(float *y);
 /* 48 KB of static LDS, all used, plus 20 KB dynamic: over gfx906's 64 KB. */
 void exec_static_lds_48k(float *y);
-/* The executor's CPU-time limit per launch (KDN_CPU_TIMEOUT), seconds. */
+/* The CPU time a thread may run without progress (KDN_CPU_TIMEOUT), seconds. */
 void exec_set_timeout(double seconds);
 /* Thread 0 spins on flag[0], which thread 1 sets: hangs. */
 void exec_spin_wait(float *flag);
+/* 64 threads loop over a barrier for a flag never set: runs until stopped. */
+void exec_endless_barriers(float *flag);
 /* Each thread fills a 1 MB private array: overflows its fiber stack. */
 void exec_huge_private(float *y);
 /* y[t] = t / d, 64 threads: d = 0 is an integer division by zero. */

@@ -233,20 +233,38 @@ static void run_unsynced_error(const Test *t, Ctx *c) {
     run_right(t, c);
 }
 
-static bool runs(void (*fn)(const Test *, Ctx *), const char *expect_text) {
+/* a launch that keeps reaching its barrier and never ends */
+static void run_endless(const Test *t, Ctx *c) {
+    (void)t;
+    exec_endless_barriers(dev_out(c, "flag", 1));
+    dev_sync(c);
+}
+static void run_spin_wait(const Test *t, Ctx *c) {
+    (void)t;
+    exec_spin_wait(dev_out(c, "flag", 1));
+    dev_sync(c);
+}
+
+static bool runs_under(void (*fn)(const Test *, Ctx *), const char *expect_text, double max_seconds) {
     Test t = {1, "unit_row", "unfused", {1e-6, 0, 0}, {0}, fn};
     Options o;
     char err[256];
     parse(&o, err, NULL, NULL, NULL);
+    o.max_seconds = max_seconds;
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
     TestResult r;
     bool passed = run_test(&t, &o, out, &r);
     fclose(out);
+    if (!strstr(text, expect_text)) printf("test_harness: expected '%s' in: %s", expect_text, text);
     CHECK(strstr(text, expect_text) != NULL);
     free(text);
     return passed;
+}
+
+static bool runs(void (*fn)(const Test *, Ctx *), const char *expect_text) {
+    return runs_under(fn, expect_text, DEFAULT_MAX_SECONDS);
 }
 
 static void test_runner(void) {
@@ -254,6 +272,15 @@ static void test_runner(void) {
     CHECK(runs(run_right, "[PASS] phase 1  unit_row"));
     CHECK(!runs(run_nothing, "compared nothing"));
     CHECK(!runs(run_unsynced_error, "runtime error: kernel kernel_divergent_barrier"));
+    /* --max-seconds holds the run too: a launch past it is stopped, the test
+     * refused for its time, not failed; a thread without progress is a hang,
+     * the kernel's failure */
+    CHECK(!runs_under(run_endless, "[REFUSED] phase 1  unit_row                 unfused  refused: a kernel launch ran "
+                                   "past --max-seconds 100 ms of CPU time", 0.1));
+    exec_set_timeout(0.1);
+    CHECK(!runs(run_spin_wait, "without reaching a barrier, a wave operation or its end (KDN_CPU_TIMEOUT): a hang"));
+    CHECK(!runs(run_spin_wait, "[FAIL] phase 1  unit_row"));
+    exec_set_timeout(300.0);
 }
 
 /* ---- the CPU SIMT executor ----------------------------------------------- */
@@ -529,8 +556,15 @@ static void spin_wait(float *y) { exec_spin_wait(y); }
 static void divide_by_zero(float *y) { exec_divide(y, 0); }
 
 static void test_executor_limits(void) {
-    exec_set_timeout(0.5);
-    fails_then_recovers(spin_wait, "kernel_spin_wait", "still running after 0.5 s");
+    exec_set_timeout(0.1);
+    fails_then_recovers(spin_wait, "kernel_spin_wait", "ran 0.1 s of CPU time without reaching a barrier");
+    /* a launch that makes progress for longer than that is no hang: only its
+     * own time limit, when one is set, stops it (and counts it) */
+    const long stopped = kdn_launches_out_of_time();
+    kdn_set_launch_time_limit(0.3);
+    fails_then_recovers(exec_endless_barriers, "kernel_endless_barriers", "launch stopped after 0.3 s of CPU time");
+    CHECK(kdn_launches_out_of_time() == stopped + 1);
+    kdn_set_launch_time_limit(0);
     exec_set_timeout(300.0);
     fails_then_recovers(exec_huge_private, "kernel_huge_private", "overflowed its");
     fails_then_recovers(divide_by_zero, "kernel_divide", "thread 0: integer division by zero");

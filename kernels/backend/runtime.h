@@ -55,6 +55,14 @@ kdn_fault kdn_take_fault(char *msg, size_t msg_size);
  * thread (cuda/hipPeekAtLastError: looked at, not cleared); its message in msg. */
 int kdn_error_pending(char *msg, size_t msg_size);
 
+/* ---- time limit (the harness's --max-seconds) ----------------------------- */
+/* CPU build: a launch of this host thread that takes more than `seconds` of
+ * CPU time in all is stopped, a launch failure naming the limit (0: none,
+ * the default), and counted. GPU builds: kernels are not watched; nothing
+ * changes and the count stays 0. */
+void kdn_set_launch_time_limit(double seconds);
+long kdn_launches_out_of_time(void);
+
 /* ---- timing (--bench) ---------------------------------------------------- */
 long kdn_launch_count(void);       /* kernel launches this host thread enqueued so far */
 /* Waits for earlier work, then returns the milliseconds work(arg) takes on

@@ -63,6 +63,9 @@ int kdn_error_pending(char *msg, size_t msg_size) { return kdn_cpu_fault_pending
 
 long kdn_launch_count(void) { return kdn_cpu_launch_count(); }
 
+void kdn_set_launch_time_limit(double seconds) { kdn_cpu_set_launch_limit(seconds); }
+long kdn_launches_out_of_time(void) { return kdn_cpu_launches_out_of_time(); }
+
 double kdn_time_ms(void (*work)(void *arg), void *arg) {
     struct timespec a, b;
     clock_gettime(CLOCK_MONOTONIC, &a);

@@ -42,13 +42,17 @@
 // or more threads of which only older ones raced may go unreported; nothing
 // is reported that is not a race by the rule above.
 //
-// Limits turned into errors: a launch that runs longer than KDN_CPU_TIMEOUT
-// seconds of its host thread's CPU time (default 300; 0: no limit) is
-// stopped as a hang; a fiber that overflows its stack hits a guard page and
-// the launch fails with that message (kernels are built with
-// -fstack-clash-protection, so a large frame probes its way down instead of
-// jumping past the guard); an integer division by zero in a kernel (SIGFPE)
-// fails the launch too.
+// Limits turned into errors: a thread that runs KDN_CPU_TIMEOUT seconds of
+// its host thread's CPU time (default 300; 0: no limit) without reaching a
+// barrier, a wave operation or its end is stopped as a hang (a launch that
+// makes progress is never cut by it, however long it runs); a launch that
+// takes more CPU time in all than the host thread's launch time limit
+// (kdn_cpu_set_launch_limit; none unless set: the harness sets its
+// --max-seconds) is stopped and counted; a fiber that overflows its stack
+// hits a guard page and the launch fails with that message (kernels are
+// built with -fstack-clash-protection, so a large frame probes its way down
+// instead of jumping past the guard); an integer division by zero in a
+// kernel (SIGFPE) fails the launch too.
 //
 // Host threads: every host thread that launches gets its own executor
 // (fibers, stacks, LDS, schedule, race detector state, made at its first
@@ -113,10 +117,11 @@ const size_t kMaxLds = 64 * 1024;          // gfx906: 64 KB LDS per workgroup
 const size_t kStack = KDN_ASAN ? 512 * 1024 : 128 * 1024;
 const size_t kGuard = 64 * 1024;           // PROT_NONE below every fiber stack
 const size_t kAltStack = 64 * 1024;        // the signal handlers' stack during a launch
-const double kDefaultTimeout = 300.0;      // seconds of CPU time per launch
+const double kDefaultTimeout = 300.0;      // seconds of CPU time a thread may run without progress
 const int kTimerSignal = SIGVTALRM;
 
 enum State { READY, AT_BARRIER, AT_WAVE, DONE };
+enum Expiry { RUNS_ON, HUNG, OUT_OF_TIME };
 
 struct Fiber {
     jmp_buf ctx;
@@ -185,8 +190,13 @@ struct Executor {
     RaceDetector race;
     volatile sig_atomic_t in_fiber;        // a fiber runs now (signal handlers look)
     volatile sig_atomic_t in_launch;       // this thread's launch has the handlers in place
-    volatile sig_atomic_t expired;         // the launch's CPU time is up
-    double timeout;                        // seconds of CPU time per launch, 0: none
+    volatile sig_atomic_t expired;         // the launch stops: HUNG or OUT_OF_TIME (0: runs on)
+    volatile sig_atomic_t switches;        // fiber -> scheduler switches: the launch's progress
+    sig_atomic_t seen_switches;            // at the last timer tick that saw progress
+    double launch_start, last_progress;    // this thread's CPU seconds at both
+    double timeout;                        // seconds of CPU time without progress, 0: none
+    double launch_limit;                   // seconds of CPU time per launch, 0: none
+    long out_of_time;                      // launches stopped by launch_limit
     bool timeout_read;
     const char *bad_timeout;               // KDN_CPU_TIMEOUT's value when not understood
     bool timer_made;
@@ -312,7 +322,7 @@ void read_schedule(Executor &E) {
     if (s->bad) fail_setting("KDN_CPU_SCHEDULE='%s': expected asc, desc, shuffle or shuffle:SEED", v ? v : "");
 }
 
-// KDN_CPU_TIMEOUT (seconds of CPU time per launch, 0: none), read at the
+// KDN_CPU_TIMEOUT (seconds of CPU time without progress, 0: none), read at the
 // thread's first launch; a value that is not a number fails every launch.
 void read_timeout(Executor &E) {
     if (!E.timeout_read) {
@@ -375,6 +385,7 @@ char *stack_of(const Executor &E, int t) { return E.stacks + (size_t)t * (kGuard
 // switch: a signal handler may then switch away (abandon_fiber) at once.
 void to_scheduler(Executor &E) {
     E.in_fiber = 0;
+    E.switches = E.switches < SIG_ATOMIC_MAX ? E.switches + 1 : 0;
 #if KDN_ASAN
     __sanitizer_start_switch_fiber(&E.fake_stack, E.sched_stack_bottom, E.sched_stack_size);
 #endif
@@ -412,16 +423,19 @@ void fiber_main(void) {
     }
 }
 
-void fail_timeout(const Executor &E, int t) {
-    fail("thread %d still running after %g s of CPU time (KDN_CPU_TIMEOUT): a hang, e.g. a spin-wait on "
-         "another thread", t, E.timeout);
+void fail_expired(Executor &E, int t) {
+    if (E.expired == HUNG)
+        return fail("thread %d ran %g s of CPU time without reaching a barrier, a wave operation or its end "
+                    "(KDN_CPU_TIMEOUT): a hang, e.g. a spin-wait on another thread", t, E.timeout);
+    E.out_of_time++;
+    fail("launch stopped after %g s of CPU time, its time limit (thread %d running)", E.launch_limit, t);
 }
 
 // Scheduler -> fiber t, returning when it blocks or ends. A launch whose
 // CPU time ran out between two fibers fails here, at the next fiber.
 void run_fiber(Executor &E, int t) {
     E.cur = t;
-    if (E.expired) return fail_timeout(E, t);
+    if (E.expired) return fail_expired(E, t);
     set_thread_index(t);
     Fiber *f = &E.fibers[t];
 #if KDN_ASAN
@@ -473,14 +487,26 @@ bool on_fpe(Executor &E, siginfo_t *info) {
     abandon_fiber(E, SIGFPE);
 }
 
-// This launch's own timer (any other SIGVTALRM is not the executor's): in a
-// fiber the launch fails now; between fibers (the scheduler itself always
-// ends) run_fiber fails it at the next fiber.
+double thread_cpu_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+// This launch's own timer (any other SIGVTALRM is not the executor's),
+// ticking while it runs: a tick that sees no switch since the last tick
+// that saw one, E.timeout or more ago, finds a thread that ran that long
+// without progress (a hang); past the launch limit the launch is out of
+// time. In a fiber the launch fails now; between fibers (the scheduler
+// itself always ends) run_fiber fails it at the next fiber.
 bool on_timer(Executor &E, siginfo_t *info) {
     if (info->si_code != SI_TIMER || info->si_value.sival_ptr != &E) return false;
-    E.expired = 1;
-    if (!E.in_fiber) return true;
-    fail_timeout(E, E.cur);
+    const double now = thread_cpu_seconds();
+    if (E.switches != E.seen_switches) E.seen_switches = E.switches, E.last_progress = now;
+    if (E.launch_limit > 0 && now - E.launch_start >= E.launch_limit) E.expired = OUT_OF_TIME;
+    else if (E.timeout > 0 && now - E.last_progress >= E.timeout) E.expired = HUNG;
+    if (!E.expired || !E.in_fiber) return true;
+    fail_expired(E, E.cur);
     abandon_fiber(E, kTimerSignal);
 }
 
@@ -561,12 +587,22 @@ void restore_handlers(void) {
     pthread_mutex_unlock(&P.lock);
 }
 
-void arm_timeout(Executor &E, double seconds) {
+// The timer ticks every `seconds` of the thread's CPU time (0: stopped).
+void arm_timer(Executor &E, double seconds) {
     struct itimerspec t;
     memset(&t, 0, sizeof t);
     t.it_value.tv_sec = (time_t)seconds;
     t.it_value.tv_nsec = (long)((seconds - (double)(time_t)seconds) * 1e9);
+    t.it_interval = t.it_value;
     timer_settime(E.timer, 0, &t, NULL);
+}
+
+// A quarter of the shorter limit: a hang is found within 1.5 times its
+// limit (the tick after its last switch, then the limit, then a tick), a
+// launch stopped within 1.25 times its own.
+double tick_seconds(const Executor &E) {
+    double shorter = E.timeout > 0 && (E.launch_limit <= 0 || E.timeout < E.launch_limit) ? E.timeout : E.launch_limit;
+    return shorter > 0 ? shorter / 4 : 0;
 }
 
 // The launch takes its host thread's signal state: the handlers, the
@@ -585,14 +621,16 @@ bool enter_launch(Executor &E) {
     sigemptyset(&set);
     for (int i = 0; i < N_SIGNALS; i++) sigaddset(&set, kSignals[i]);
     pthread_sigmask(SIG_UNBLOCK, &set, &E.saved.mask);
-    E.expired = 0;
+    E.expired = RUNS_ON;
+    E.seen_switches = E.switches;
+    E.launch_start = E.last_progress = thread_cpu_seconds();
     E.in_launch = 1;
-    if (E.timeout > 0) arm_timeout(E, E.timeout);
+    arm_timer(E, tick_seconds(E));
     return true;
 }
 
 void leave_launch(Executor &E) {
-    arm_timeout(E, 0);
+    arm_timer(E, 0);
     E.in_launch = 0;
     pthread_sigmask(SIG_SETMASK, &E.saved.mask, NULL);
     if (E.saved.altstack_set) sigaltstack(&E.saved.altstack, NULL);
@@ -944,6 +982,13 @@ void kdn_cpu_set_timeout(double seconds) {
     e->timeout_read = true;
     e->timeout = seconds;
 }
+
+void kdn_cpu_set_launch_limit(double seconds) {
+    Executor *e = executor();
+    if (e) e->launch_limit = seconds;
+}
+
+long kdn_cpu_launches_out_of_time(void) { return current ? current->out_of_time : 0; }
 
 bool kdn_cpu_race_detector(void) { return current && current->race.active; }
 long kdn_cpu_lds_checked(void) { return current ? current->race.checked : 0; }

@@ -58,9 +58,14 @@ long kdn_cpu_launch_count(void);
 // desc, shuffle, shuffle:SEED; simt_cpu.cpp); KDN_CPU_SCHEDULE sets it for a
 // whole run. 0, or -1 (unchanged) for an unknown name.
 int kdn_cpu_set_schedule(const char *name);
-// The CPU-time limit per launch in seconds (0: none), as KDN_CPU_TIMEOUT,
-// for this host thread's later launches.
+// The seconds of CPU time a thread may run without reaching a barrier, a
+// wave operation or its end before it is stopped as a hang (0: none), as
+// KDN_CPU_TIMEOUT, for this host thread's later launches.
 void kdn_cpu_set_timeout(double seconds);
+// The seconds of CPU time one launch of this host thread may take in all
+// (0: none, the default), for its later launches; the launches it stopped.
+void kdn_cpu_set_launch_limit(double seconds);
+long kdn_cpu_launches_out_of_time(void);
 // Whether this program's kernels are instrumented for the race detector
 // (build/cpu-race) and have called it on this host thread, and how many LDS
 // accesses it checked there.
