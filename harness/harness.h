@@ -33,7 +33,6 @@ typedef struct {
     int head_map; /* HEAD_MAP_* */
     int decay;    /* DECAY_*: which log-decays the inputs draw */
     int state;    /* initial state's scale: 0 zero, s > 0 entries N(0, (0.3 s)^2) */
-    int f16_qk;   /* 1: q and k rounded to fp16 values (the packed-fp16 variant's products then exact) */
     int chunk_index;  /* a single-chunk test (phase 7): the chunk it checks */
     int decode_steps; /* prefill_then_decode: one-token recurrent steps after the prefill */
     int past_split;   /* auto_*: T = the backend's recurrent/chunked split + past_split */

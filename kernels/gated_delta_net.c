@@ -194,13 +194,6 @@ void kdn_layer_run(const KdnLayerCall *c, kdn_path path, const KdnChunkBuffers *
                          c->state_in, c->snapshots, c->o, c->q_scale);
 }
 
-void kdn_deltanet_two_launch_f16dot(const KdnLayerCall *c, const KdnChunkBuffers *b) {
-    const KdnShape *s = &c->s;
-    kdn_two_launch_intra_f16dot(s, c->q, c->k, c->v, c->v_st, c->g, c->beta, b->gamma, b->to_end, b->Tinv, b->U, b->W, b->P);
-    kdn_two_launch_state(s, 0, CEIL_DIV(s->T, s->chunk), c->q, c->k, b->gamma, b->to_end, b->U, b->W, b->P,
-                         c->state_in, c->snapshots, c->o, c->q_scale);
-}
-
 /* ---- checking a call ---------------------------------------------------- */
 /* The largest S_v and the chunk sizes are the kernels' (kdn.h's KdnLimits):
  * the recurrent kernel takes every call, the chunked form what it is built for. */

@@ -85,15 +85,6 @@ void kdn_gather_strided(const float *src, const long ne[4], const long st[3], fl
 void kdn_two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const long v_st[3],
                           const float *g, const float *beta, float *gamma, float *to_end, float *Tinv, float *U,
                           float *W, float *P);
-/* 1') the opt-in packed-fp16 variant of 1): the products K K^T (in A) and
- * Q K^T (in P) from q and k rounded to fp16, gfx906's v_dot2_f32_f16 (two
- * fp16 products, fp32 accumulation; emulated on CUDA and the CPU), the rest
- * fp32. Not the library's path: its error is that of fp16 inputs, 2^-11
- * relative (docs/tolerances.md, "Packed fp16 products"), for a modelled
- * gain docs/performance.md gives. */
-void kdn_two_launch_intra_f16dot(const KdnShape *s, const float *q, const float *k, const float *v,
-                                 const long v_st[3], const float *g, const float *beta, float *gamma, float *to_end,
-                                 float *Tinv, float *U, float *W, float *P);
 /* 2) chunks c0 <= c < c1 of every head and sequence, one launch: the outputs
  * of those chunks' tokens (times q_scale) and the state carried through
  * them. state_in (ggml layout) is the state at chunk c0's start; state_out
@@ -129,9 +120,6 @@ int kdn_layer_chunked(const KdnLayerCall *c, kdn_path path);
  * (kdn_two_launch_intra, kdn_two_launch_state over all chunks) on inputs
  * they read in place, with the per-chunk buffers b (unused on the recurrent path). */
 void kdn_layer_run(const KdnLayerCall *c, kdn_path path, const KdnChunkBuffers *b);
-/* The two chunked launches with 1') for 1): the opt-in packed-fp16 layer
- * (tests only, not a path of the library). */
-void kdn_deltanet_two_launch_f16dot(const KdnLayerCall *c, const KdnChunkBuffers *b);
 
 #ifdef __cplusplus
 }

@@ -60,13 +60,9 @@ struct IntraLds {
     // aligned for phase e's vector reads.
     float m[C][C + 4];
     float r[kBlock][C]; // A_I,<I Tinv_<I of the block row being solved
-    // keys' columns p0 .. p0 + kSlice - 1, transposed (f), or as packed fp16
-    // pairs of columns 2m, 2m + 1 (h2, the packed-fp16 variant); qt: the
-    // same columns of the queries
-    union Staged {
-        float f[kSlice][C + 4];
-        kdn_f16x2 h2[kSlice / 2][C + 4];
-    } kt, qt;
+    // keys' columns p0 .. p0 + kSlice - 1, transposed; qt: the same columns
+    // of the queries
+    float kt[kSlice][C + 4], qt[kSlice][C + 4];
     float graw[C];           // raw log decays, floored (decay.h)
     double gamma[C];         // cumulative, in double: differences are the span's own sums
     float beta[C];
@@ -110,49 +106,36 @@ __device__ __forceinline__ void slice_load(const float *qc, const float *kc, siz
     load4<kVec>(qc + row * stride + p, row < n ? D_k - p : 0, buf[1]);
 }
 
-template <int C, bool kF16Dot>
+template <int C>
 __device__ __forceinline__ void slice_store(IntraLds<C> &L, const float buf[2][4]) {
     const int t = (int)threadIdx.x, row = t / (kSlice / 4), p = t % (kSlice / 4) * 4;
     if (row >= C) return;
-    if (kF16Dot) {
-        KDN_UNROLL
-        for (int e = 0; e < 4; e += 2) {
-            L.kt.h2[(p + e) / 2][row] = kdn_pack_f16x2(buf[0][e], buf[0][e + 1]);
-            L.qt.h2[(p + e) / 2][row] = kdn_pack_f16x2(buf[1][e], buf[1][e + 1]); // mutate: intra_f16_queries
-        }
-        return;
-    }
     KDN_UNROLL
     for (int e = 0; e < 4; e++) {
-        L.kt.f[p + e][row] = buf[0][e];
-        L.qt.f[p + e][row] = buf[1][e];
+        L.kt[p + e][row] = buf[0][e];
+        L.qt[p + e][row] = buf[1][e];
     }
 }
 
 // One staged slice of a tile's products: acc[u][w] += x_u . (w < u ? z_w : y_w)
 // over kSteps LDS rows, rows ti of x, yrow of y and tj of z (K's rows below the
-// diagonal). E is a float column (fma) or a packed fp16 column pair
-// (v_dot2_f32_f16); the loop is the same for both.
-__device__ __forceinline__ void tile_load4(const float *p, float v[4]) { kdn_load4(p, v); }
-__device__ __forceinline__ void tile_load4(const kdn_f16x2 *p, kdn_f16x2 v[4]) { kdn_load4_u32(p, v); }
-__device__ __forceinline__ float tile_dot(float x, float y, float acc) { return fmaf(x, y, acc); }
-__device__ __forceinline__ float tile_dot(kdn_f16x2 x, kdn_f16x2 y, float acc) { return kdn_dot2_f32_f16(x, y, acc); }
-
-template <int C, int kSteps, typename E>
-__device__ __forceinline__ void tile_products(const E (*xs)[C + 4], const E (*ys)[C + 4], const E (*zs)[C + 4],
-                                              int ti, int yrow, int tj, float acc[kTile][kTile]) {
+// diagonal).
+template <int C, int kSteps>
+__device__ __forceinline__ void tile_products(const float (*xs)[C + 4], const float (*ys)[C + 4],
+                                              const float (*zs)[C + 4], int ti, int yrow, int tj,
+                                              float acc[kTile][kTile]) {
     KDN_NO_UNROLL
     for (int p4 = 0; p4 < kSteps; p4 += kPieces)
     KDN_UNROLL
     for (int p = p4; p < p4 + kPieces; p++) {
-        E x[4], y[4], z[4];
-        tile_load4(&xs[p][ti * kTile], x);
-        tile_load4(&ys[p][yrow * kTile], y);
-        tile_load4(&zs[p][tj * kTile], z);
+        float x[4], y[4], z[4];
+        kdn_load4(&xs[p][ti * kTile], x);
+        kdn_load4(&ys[p][yrow * kTile], y);
+        kdn_load4(&zs[p][tj * kTile], z);
         KDN_UNROLL
         for (int u = 0; u < kTile; u++)
             KDN_UNROLL
-            for (int w = 0; w < kTile; w++) acc[u][w] = tile_dot(x[u], w < u ? z[w] : y[w], acc[u][w]);
+            for (int w = 0; w < kTile; w++) acc[u][w] = fmaf(x[u], w < u ? z[w] : y[w], acc[u][w]);
     }
 }
 
@@ -174,13 +157,7 @@ __device__ __forceinline__ void tile_products(const E (*xs)[C + 4], const E (*ys
 // and K_u.K_w from z = the keys again for u > w. z is y's address for an
 // off-diagonal job, so the code has no per-lane branch; the products and
 // their order per entry are the ones of the former separate accumulators.
-//
-// kF16Dot (the opt-in packed-fp16 variant, docs/kernels.md): the slice is
-// staged as fp16 pairs of columns (rounded to nearest) and each step is
-// v_dot2_f32_f16 on a column pair (two products, fp32 accumulation), half
-// the steps and half the LDS reads of the fp32 form; only these products
-// (A's K.K and P's Q.K) see fp16, every other phase stays fp32.
-template <int C, bool kVec, bool kF16Dot>
+template <int C, bool kVec>
 __device__ void intra_tiles(IntraLds<C> &L, const float *qc, const float *kc, size_t stride, int n, int D_k,
                             float *P) {
     static_assert(C / kTile * (C / kTile - 1) + C / kTile <= kIntraThreads, "one phase c job per thread");
@@ -193,9 +170,8 @@ __device__ void intra_tiles(IntraLds<C> &L, const float *qc, const float *kc, si
         while (ti * (ti + 1) / 2 <= x) ti++;
         tj = x - ti * (ti - 1) / 2;
     }
-    const float(*xs)[C + 4] = is_p ? L.qt.f : L.kt.f; // x: rows ti of Q (P) or K (A, diagonal)
-    const float(*ys)[C + 4] = diag ? L.qt.f : L.kt.f; // y: rows ti of Q (diagonal) or tj of K
-    const kdn_f16x2(*xh)[C + 4] = is_p ? L.qt.h2 : L.kt.h2, (*yh)[C + 4] = diag ? L.qt.h2 : L.kt.h2; // kF16Dot
+    const float(*xs)[C + 4] = is_p ? L.qt : L.kt; // x: rows ti of Q (P) or K (A, diagonal)
+    const float(*ys)[C + 4] = diag ? L.qt : L.kt; // y: rows ti of Q (diagonal) or tj of K
     const int yrow = diag ? ti : tj;
     float acc[kTile][kTile];
     KDN_UNROLL
@@ -205,11 +181,10 @@ __device__ void intra_tiles(IntraLds<C> &L, const float *qc, const float *kc, si
     float buf[2][4] = {}; // threads past the staged rows hold nothing
     slice_load<C, kVec>(qc, kc, stride, n, D_k, 0, buf);
     for (int p0 = 0; p0 < D_k; p0 += kSlice) {
-        slice_store<C, kF16Dot>(L, buf);
+        slice_store<C>(L, buf);
         __syncthreads();
         if (p0 + kSlice < D_k) slice_load<C, kVec>(qc, kc, stride, n, D_k, p0 + kSlice, buf);
-        if (active && kF16Dot) tile_products<C, kSlice / 2>(xh, yh, L.kt.h2, ti, yrow, tj, acc);
-        else if (active) tile_products<C, kSlice>(xs, ys, L.kt.f, ti, yrow, tj, acc);
+        if (active) tile_products<C, kSlice>(xs, ys, L.kt, ti, yrow, tj, acc);
         __syncthreads();
     }
     if (!active) return;
@@ -483,7 +458,7 @@ __device__ __forceinline__ void intra_wy(IntraLds<C> &L, const float *src, size_
     }
 }
 
-template <int C, bool kVec, bool kF16Dot>
+template <int C, bool kVec>
 __global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(
     const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ v, long v_head, long v_token,
     long v_seq, const float *__restrict__ g, const float *__restrict__ beta, float *__restrict__ gamma,
@@ -512,7 +487,7 @@ __global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(
     // its P tiles (on and below the diagonal) are not intra_p_upper's; its
     // reads of gamma and beta come after that barrier (D_k >= 1: the loop
     // runs), which orders them after phase b's writes.
-    intra_tiles<C, kVec, kF16Dot>(L, qc, kc, qk_stride, n, D_k, P + ci * C * C);
+    intra_tiles<C, kVec>(L, qc, kc, qk_stride, n, D_k, P + ci * C * C);
     __syncthreads(); // mutate: intra_after_tiles
     intra_invert_diagonal<C>(L);
     __syncthreads(); // mutate: intra_after_invert
@@ -528,33 +503,31 @@ __global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(
 }
 
 // ---- launchers ----------------------------------------------------------------
-template <int C, bool kVec, bool kF16Dot>
+template <int C, bool kVec>
 static void launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const long v_st[3],
                          const float *g, const float *beta, float *gamma, float *to_end, float *Tinv, float *U,
                          float *W, float *P) {
     static_assert(sizeof(IntraLds<C>) <= 64 * 1024, "gfx906 has 64 KB of LDS per workgroup");
     dim3 grid((unsigned)KDN_CEIL_DIV(s->T, C), (unsigned)s->H_v, (unsigned)s->n_seqs);
-    KDN_ALLOW_LDS((kernel_two_launch_intra<C, kVec, kF16Dot>), sizeof(IntraLds<C>));
-    KDN_LAUNCH((kernel_two_launch_intra<C, kVec, kF16Dot>), grid, dim3(kIntraThreads), sizeof(IntraLds<C>), q, k, v,
+    KDN_ALLOW_LDS((kernel_two_launch_intra<C, kVec>), sizeof(IntraLds<C>));
+    KDN_LAUNCH((kernel_two_launch_intra<C, kVec>), grid, dim3(kIntraThreads), sizeof(IntraLds<C>), q, k, v,
                v_st[0], v_st[1], v_st[2], g, beta, gamma, to_end, Tinv, U, W, P, s->T, s->H_k, s->H_v, s->D_k, s->D_v,
                s->head_map);
 }
 
-template <int C, bool kF16Dot>
+template <int C>
 static void launch_intra_c(const KdnShape *s, bool vec, const float *q, const float *k, const float *v,
                            const long v_st[3], const float *g, const float *beta, float *gamma, float *to_end,
                            float *Tinv, float *U, float *W, float *P) {
     if (vec)
-        launch_intra<C, true, kF16Dot>(s, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
+        launch_intra<C, true>(s, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
     else
-        launch_intra<C, false, kF16Dot>(s, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
+        launch_intra<C, false>(s, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
 }
 
-template <bool kF16Dot>
-static void two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const long v_st[3],
-                             const float *g, const float *beta, float *gamma, float *to_end, float *Tinv, float *U,
-                             float *W,
-                             float *P) {
+extern "C" void kdn_two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v,
+                                     const long v_st[3], const float *g, const float *beta, float *gamma,
+                                     float *to_end, float *Tinv, float *U, float *W, float *P) {
     const char *why = unsupported(s);
     const void *ptrs[] = {q, k, v, U, W, P};
     const bool vec = vector_ok(s, ptrs, 6) && v_st[0] % 4 == 0 && v_st[1] % 4 == 0 && v_st[2] % 4 == 0;
@@ -563,19 +536,7 @@ static void two_launch_intra(const KdnShape *s, const float *q, const float *k, 
     else if (s->T == 0)
         return; // no chunk
     else if (s->chunk == 32)
-        launch_intra_c<32, kF16Dot>(s, vec, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
+        launch_intra_c<32>(s, vec, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
     else
-        launch_intra_c<64, kF16Dot>(s, vec, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
-}
-
-extern "C" void kdn_two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v,
-                                     const long v_st[3], const float *g, const float *beta, float *gamma,
-                                     float *to_end, float *Tinv, float *U, float *W, float *P) {
-    two_launch_intra<false>(s, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
-}
-
-extern "C" void kdn_two_launch_intra_f16dot(const KdnShape *s, const float *q, const float *k, const float *v,
-                                            const long v_st[3], const float *g, const float *beta, float *gamma,
-                                            float *to_end, float *Tinv, float *U, float *W, float *P) {
-    two_launch_intra<true>(s, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
+        launch_intra_c<64>(s, vec, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
 }

@@ -32,7 +32,7 @@ import subprocess
 import sys
 
 from lens.codeobj import KERNEL_DIRS, ROOT, TARGET, build, demangle, disassemble, metadata
-from lens.work import work_intra, work_intra_f16dot, work_recurrent, work_recurrent_2cols, work_state
+from lens.work import work_intra, work_recurrent, work_recurrent_2cols, work_state
 
 
 FMA = re.compile(r"^v_(fma|fmac|mac|mad|pk_fma|dot2)_")
@@ -306,25 +306,20 @@ def print_isa(kernels):
 # otherwise (its 4 waves per SIMD are the figure the CPU build reports for the launcher's
 # choice, KDN_ROUND_WORKGROUPS); decode (T = 1) the one without the token ahead, one column per group (a
 # single token, no loop: 5 waves per SIMD or more, so that the B = 1 grid of 256 workgroups fits one round).
-# A sixth element, where present, labels a kernel's rows in the tables (default: its name): the intra
-# kernel's packed-fp16 instantiation (kF16Dot, opt-in, not the library's path) is gated beside its
-# default one under its own label.
-PRODUCT = [("kernel_two_launch_intra", "64, true, false", 2, work_intra, ("prefill",)),
+PRODUCT = [("kernel_two_launch_intra", "64, true", 2, work_intra, ("prefill",)),
            ("kernel_two_launch_state", "64, true", 2, work_state, ("prefill",)),
            ("kernel_deltanet_recurrent", "8, true, false, false, true, true, 2", 3, work_recurrent_2cols,
             ("prefill",)),
            ("kernel_deltanet_recurrent", "8, true, false, false, true, true, 1", 4, work_recurrent, ()),
-           ("kernel_deltanet_recurrent", "8, true, false, false, true, false, 1", 5, work_recurrent, ("decode",)),
-           ("kernel_two_launch_intra", "64, true, true", 2, work_intra_f16dot, ("prefill",),
-            "kernel_two_launch_intra_f16dot")]
+           ("kernel_deltanet_recurrent", "8, true, false, false, true, false, 1", 5, work_recurrent, ("decode",))]
 def product_kernels(kernels):
     """(kernel, designed waves, work function, calls) of each product instantiation."""
     found = []
-    for short, args, waves, work, calls, *label in PRODUCT:
+    for short, args, waves, work, calls in PRODUCT:
         k = next((k for k in kernels if k["short"].endswith(short) and ("<" + args + ">") in k["pretty"]), None)
         if k is None:
             sys.exit("lens: product kernel %s<%s> not found in the code objects" % (short, args))
-        found.append((dict(k, label=label[0] if label else short), waves, work, calls))
+        found.append((k, waves, work, calls))
     return found
 
 

@@ -5,10 +5,8 @@
 H_K, H_V, D_K, D_V, CHUNK = 16, 32, 128, 128, 64
 
 
-def intra_wave_fmas(C, Dk, Dv, inv, steps_per_column=1.0):
-    """FMA instructions the slowest wave of kernel_two_launch_intra issues
-    (steps_per_column 0.5: the packed-fp16 variant, one v_dot2_f32_f16 per
-    two key columns in phase c). A
+def intra_wave_fmas(C, Dk, Dv, inv):
+    """FMA instructions the slowest wave of kernel_two_launch_intra issues. A
     wave's lanes run in lockstep, so a wave costs what its busiest lanes do:
     phase c, 16 FMAs per key column in every wave that has a job (4 x 4 tiles,
     a diagonal tile's K.K and Q.K halves in one job); phase d, the lane FMAs
@@ -22,16 +20,15 @@ def intra_wave_fmas(C, Dk, Dv, inv, steps_per_column=1.0):
     group = lambda g: 16 * 2 * h * -(-(g * h + h) // 4) + 16 * h * ((C - g * h) // 4 - -(-(g * h + h) // 4))
     per_wave = []
     for w in range(waves):
-        tiles = 16 * Dk * steps_per_column if 64 * w < jobs else 0
+        tiles = 16 * Dk if 64 * w < jobs else 0
         wy = max(group(2 * w), group(2 * w + 1)) * (-(-Dv // 128) + -(-Dk // 128))
         per_wave.append(tiles + inv / 64 / waves + wy)
     return max(per_wave)
 
 
-def work_intra(T, B, C=CHUNK, Dk=D_K, Dv=D_V, steps_per_column=1.0):
+def work_intra(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
     """kernel_two_launch_intra: (workgroups, lane FMAs per workgroup, HBM bytes,
-    FMA instructions of its slowest wave). The lane FMAs (the roofline's work)
-    count a v_dot2_f32_f16 as two: the same arithmetic."""
+    FMA instructions of its slowest wave)."""
     nt = C // 4
     tiles = (2 * nt * (nt - 1) // 2 + 2 * nt) * 16 * Dk                       # phase c: A, P, the diagonal both
     inv = C * 16 * 15 // 2 // 16 * 16                                          # phase d: 16 x 16 diagonal blocks
@@ -44,12 +41,7 @@ def work_intra(T, B, C=CHUNK, Dk=D_K, Dv=D_V, steps_per_column=1.0):
     qk_bytes = 2 * T * B * H_K * Dk * 4                                         # q, k once (shared by 2 value heads)
     per_chunk_out = (C + 2 * C * C + C * Dv + C * Dk) * 4                       # gamma, Tinv, P, U, W
     bytes_ = qk_bytes + T * B * H_V * (Dv + 2) * 4 + wg * per_chunk_out
-    return wg, tiles + inv + wy, bytes_, intra_wave_fmas(C, Dk, Dv, inv, steps_per_column)
-
-
-def work_intra_f16dot(T, B):
-    """The packed-fp16 variant of the intra kernel (kF16Dot): phase c in half the steps."""
-    return work_intra(T, B, steps_per_column=0.5)
+    return wg, tiles + inv + wy, bytes_, intra_wave_fmas(C, Dk, Dv, inv)
 
 
 def work_state(T, B, C=CHUNK, Dk=D_K, Dv=D_V):

@@ -67,11 +67,6 @@ static void generate_inputs(Ctx *c, const Shape *sh, DnData *d) {
     fill_normal(c, d->k, d->n_qk, 0.0, 1.0);
     l2_normalise_rows(d->q, tokens * sh->H_k, sh->D_k, 1.0 / sqrt((double)sh->D_k));
     l2_normalise_rows(d->k, tokens * sh->H_k, sh->D_k, 1.0);
-    if (sh->f16_qk)
-        for (size_t i = 0; i < d->n_qk; i++) {
-            d->q[i] = ref_round_f16(d->q[i]);
-            d->k[i] = ref_round_f16(d->k[i]);
-        }
     fill_normal(c, d->v, d->n_v, 0.0, 1.0);
     for (size_t i = 0; i < d->n_gb; i++) d->beta[i] = (float)(1.0 / (1.0 + exp(-rng_normal(c))));
     fill_log_decay(c, sh, d->g, tokens);
@@ -217,8 +212,8 @@ void dn_describe_note(Ctx *c, const Shape *sh, const char *note) {
         snprintf(inputs, sizeof inputs, "decay=%s s0=rand_x%d", decay[sh->decay], sh->state);
     else
         snprintf(inputs, sizeof inputs, "decay=%s s0=%s", decay[sh->decay], sh->state ? "rand" : "zero");
-    set_shape_desc(c, "T=%d B=%d Hk=%d Hv=%d Dk=%d Dv=%d C=%d map=%s %s%s%s", sh->T, sh->n_seqs, sh->H_k, sh->H_v,
-                   sh->D_k, sh->D_v, sh->chunk, map[sh->head_map], inputs, sh->f16_qk ? " qk=fp16" : "", note);
+    set_shape_desc(c, "T=%d B=%d Hk=%d Hv=%d Dk=%d Dv=%d C=%d map=%s %s%s", sh->T, sh->n_seqs, sh->H_k, sh->H_v,
+                   sh->D_k, sh->D_v, sh->chunk, map[sh->head_map], inputs, note);
 }
 
 void dn_describe(Ctx *c, const Shape *sh) { dn_describe_note(c, sh, ""); }

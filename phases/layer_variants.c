@@ -65,13 +65,6 @@ const LayerVariant layer_variants[LAYER_VARIANT_COUNT] = {
     [LAYER_ONE_LAUNCH] = {"one_launch", "the whole chunked layer in one launch, the state carried in LDS",
                           "kdn_deltanet_one_launch (phases/kernels/deltanet_one_launch.cpp)", NULL, one_launch_run,
                           one_launch_refuses},
-    [LAYER_TWO_LAUNCH_F16DOT] = {"two_launch_f16dot",
-                                 "opt-in: two_launch with the intra kernel's K K^T and Q K^T from fp16 q, k "
-                                 "(gfx906 v_dot2_f32_f16), everything else fp32",
-                                 "kdn_deltanet_two_launch_f16dot = kdn_two_launch_intra_f16dot + "
-                                 "kdn_two_launch_state (kernels/two_launch_*.cpp; not in the library's API)",
-                                 two_launch_prepare, deltanet_two_launch_f16dot,
-                                 chunked_refuses, 1},
 };
 
 const LayerVariant *layer_variant(const char *name) {

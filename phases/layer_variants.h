@@ -23,10 +23,6 @@ typedef struct {
     /* The shapes it documents refusing, and why (NULL: it takes s). A refused
      * call launches nothing and writes nothing; kdn_sync() names the kernel. */
     const char *(*refuses)(const KdnShape *s);
-    /* 1: an opt-in variant, not one of the paths the comparison rows
-     * (compare_*) put side by side at TOL_CHUNK; its own rows and its grid
-     * row check it at the tolerance LAYER_VARIANTS gives it */
-    int opt_in;
 } LayerVariant;
 
 /* X(id, name, tol): every variant, in the order the comparison rows run them
@@ -37,8 +33,7 @@ typedef struct {
     X(RECURRENT, recurrent, TOL_CHUNK)                    \
     X(TWO_LAUNCH, two_launch, TOL_CHUNK)                  \
     X(AUTO, auto, TOL_CHUNK)                              \
-    X(ONE_LAUNCH, one_launch, TOL_CHUNK)                  \
-    X(TWO_LAUNCH_F16DOT, two_launch_f16dot, TOL_F16DOT)
+    X(ONE_LAUNCH, one_launch, TOL_CHUNK)
 
 #define LAYER_VARIANT_ID(id, name, tol) LAYER_##id,
 enum { LAYER_VARIANTS(LAYER_VARIANT_ID) LAYER_VARIANT_COUNT };

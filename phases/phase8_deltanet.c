@@ -277,7 +277,6 @@ static void t_compare(const Test *t, Ctx *c) {
     for (int i = 0; i < LAYER_VARIANT_COUNT && !test_failed(c); i++) {
         const LayerVariant *v = &layer_variants[i];
         const char *why = v->refuses(&d.ks);
-        if (v->opt_in) continue;
         if (why) {
             size_t used = strlen(refused);
             snprintf(refused + used, sizeof refused - used, "; %s refuses: %s", v->name, why);
@@ -358,14 +357,6 @@ static const Test tests[] = {
     {8, "two_launch_gqa3_c32", "two_launch", TOL_CHUNK, {HEADS(100, 2, 2, 6, 32), .state = 1}, t_layer},
     {8, "two_launch_strong_decay", "two_launch", TOL_CHUNK, {QWEN(130, 1), .decay = DECAY_STRONG, .state = 1}, t_layer},
     {8, "two_launch_vs_one_launch", "two_launch", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_vs_one_launch},
-    /* the opt-in packed-fp16 variant (docs/tolerances.md, "Packed fp16 products"): on q and k that fp16
-     * holds exactly its only errors are fp32 sums, so the layer bound TOL_CHUNK holds and a 0.1 % fault
-     * fails; on general inputs its own bound, derived from the fp16 rounding of q and k */
-    {8, "two_launch_f16dot_exact_qk", "two_launch_f16dot", TOL_CHUNK, {QWEN(200, 2), .state = 1, .f16_qk = 1}, t_layer},
-    {8, "two_launch_f16dot_c32_exact_qk", "two_launch_f16dot", TOL_CHUNK,
-     {HEADS(100, 2, 2, 6, 32), .decay = DECAY_STRONG, .state = 1000, .f16_qk = 1}, t_layer},
-    {8, "two_launch_f16dot_ragged", "two_launch_f16dot", TOL_F16DOT, {QWEN(200, 2), .state = 1}, t_layer},
-    {8, "two_launch_f16dot_weak_decay", "two_launch_f16dot", TOL_F16DOT, {QWEN(130, 1), .decay = DECAY_WEAK, .state = 1}, t_layer},
     /* the automatic choice on each side of kdn_gdn_recurrent_max_t(B) (T = split + past_split) */
     {8, "auto_short_B1", "auto", TOL_CHUNK, {QWEN(0, 1), .past_split = 0, .state = 1}, t_auto},
     {8, "auto_long_B1", "auto", TOL_CHUNK, {QWEN(0, 1), .past_split = 1, .state = 1}, t_auto},

@@ -34,9 +34,5 @@ extern const int ladder_table_count;
 /* chains of such sums: a chunk's intra and state steps (phases 6-7) and
  * whole layers of any length (phase 8); docs/tolerances.md derives it */
 #define TOL_CHUNK {2e-5, 1e-4, 1e-5}
-/* the opt-in packed-fp16 variant (q and k rounded to fp16 in the intra-chunk
- * products): 2^-11 relative per input, no normwise bound (docs/tolerances.md,
- * "Packed fp16 products", derives it) */
-#define TOL_F16DOT {2e-2, 1e-3, 0.0}
 
 #endif

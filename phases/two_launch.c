@@ -28,12 +28,6 @@ void deltanet_two_launch(void *scratch, const KdnShape *s, const float *q, const
     kdn_layer_run(&c, KDN_PATH_CHUNKED, scratch);
 }
 
-void deltanet_two_launch_f16dot(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
-                                const float *g, const float *beta, const float *state_in, float *o, float *state_out) {
-    const KdnLayerCall c = kdn_layer_contiguous(s, q, k, v, g, beta, state_in, o, state_out);
-    kdn_deltanet_two_launch_f16dot(&c, scratch);
-}
-
 void deltanet_auto(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                    const float *beta, const float *state_in, float *o, float *state_out) {
     const KdnLayerCall c = kdn_layer_contiguous(s, q, k, v, g, beta, state_in, o, state_out);

@@ -59,13 +59,3 @@ void ref_transpose(const double *x, double *y, int rows, int cols) {
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < cols; c++) y[c * rows + r] = x[r * cols + c];
 }
-
-float ref_round_f16(float x) {
-    if (!isfinite(x) || x == 0.0f) return x;
-    double a = fabs((double)x);
-    if (a >= 65520.0) return copysignf(INFINITY, x);
-    int e;
-    frexp(a, &e); /* a = f 2^e, 1/2 <= f < 1: 11 significant bits are units of 2^(e - 11) */
-    int unit = e - 11 < -24 ? -24 : e - 11;
-    return (float)copysign(ldexp(nearbyint(ldexp(a, -unit)), unit), (double)x); /* ties to even */
-}

@@ -19,10 +19,5 @@ void ref_solve_tri(const double *A, const double *B, double *X, int n, int k);
 /* C = op(A) op(B); ta/tb: operand stored transposed (see kdn.h shapes). */
 void ref_gemm(const double *A, const double *B, double *C, int M, int N, int K, int ta, int tb);
 void ref_transpose(const double *x, double *y, int rows, int cols);
-/* x rounded to the nearest IEEE binary16 value, ties to even (11-bit
- * significands, subnormals down to 2^-24, 65520 and up to infinity), as a
- * float: the packed-fp16 variant's input rounding, written independently of
- * the kernels' bit-level conversion (kernels/backend/wave.h). */
-float ref_round_f16(float x);
 
 #endif

@@ -42,18 +42,6 @@ __global__ void kernel_quad_ops(const float *x, float *perm, float *sum) {
     sum[t] = kdn_quad_sum(x[t]);
 }
 
-// The packed-fp16 primitives of wave.h: pack[t] = kdn_pack_f16x2(lo[t],
-// hi[t]); dot[t] = kdn_dot2_f32_f16(a[t], b[t], c[t]).
-__global__ void kernel_f16_pack(const float *lo, const float *hi, unsigned *pack) {
-    const int t = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-    pack[t] = kdn_pack_f16x2(lo[t], hi[t]);
-}
-
-__global__ void kernel_f16_dot2(const unsigned *a, const unsigned *b, const float *c, float *dot) {
-    const int t = (int)(blockIdx.x * blockDim.x + threadIdx.x);
-    dot[t] = kdn_dot2_f32_f16(a[t], b[t], c[t]);
-}
-
 __global__ void kernel_lds_reverse(const float *x, float *y, int n) {
     __shared__ float buf[1024];
     int t = (int)threadIdx.x;
@@ -270,12 +258,6 @@ void exec_row_ops_f64(const double *x, double *shr3, double *scan, double *sum, 
 }
 void exec_quad_ops(const float *x, float *perm, float *sum, int n) {
     KDN_LAUNCH(kernel_quad_ops, dim3(1), dim3(n), 0, x, perm, sum);
-}
-void exec_f16_pack(const float *lo, const float *hi, unsigned *pack, int n) {
-    KDN_LAUNCH(kernel_f16_pack, dim3(KDN_CEIL_DIV(n, 64)), dim3(64), 0, lo, hi, pack);
-}
-void exec_f16_dot2(const unsigned *a, const unsigned *b, const float *c, float *dot, int n) {
-    KDN_LAUNCH(kernel_f16_dot2, dim3(KDN_CEIL_DIV(n, 64)), dim3(64), 0, a, b, c, dot);
 }
 void exec_lds_reverse(const float *x, float *y, int n) { KDN_LAUNCH(kernel_lds_reverse, dim3(1), dim3(n), 0, x, y, n); }
 void exec_divergent_barrier(float *y) { KDN_LAUNCH(kernel_divergent_barrier, dim3(1), dim3(64), 0, y); }

@@ -18,10 +18,6 @@ void exec_row_ops_f64(const double *x, double *shr3, double *scan, double *sum, 
 /* The DPP quad primitives on n threads: perm = kdn_quad_perm<3, 0, 2, 1>(x),
  * sum = kdn_quad_sum(x). */
 void exec_quad_ops(const float *x, float *perm, float *sum, int n);
-/* The packed-fp16 primitives of wave.h on n threads (n a multiple of
- * 64): pack = kdn_pack_f16x2(lo, hi), dot = kdn_dot2_f32_f16(a, b, c). */
-void exec_f16_pack(const float *lo, const float *hi, unsigned *pack, int n);
-void exec_f16_dot2(const unsigned *a, const unsigned *b, const float *c, float *dot, int n);
 /* y = x reversed through LDS and a barrier (n <= 1024 threads). */
 void exec_lds_reverse(const float *x, float *y, int n);
 /* Threads 32.. return before __syncthreads(): a divergent barrier. */

@@ -386,124 +386,6 @@ static void test_quad_ops(void) {
     CHECK(summed);
 }
 
-/* ---- the packed-fp16 primitives (kernels/backend/wave.h) ---- */
-enum { F16_N = 4096 };
-
-/* a + 1 ulp of fp16 at a's exponent (a a positive fp16 value) */
-static float f16_ulp(float a) {
-    int e;
-    frexpf(a, &e);
-    return ldexpf(1.0f, e - 11 < -24 ? -24 : e - 11);
-}
-
-/* Conversion: known encodings, then values across fp16's range (subnormals,
- * overflow, exact midpoints between fp16 neighbours) read back exactly
- * through kdn_dot2_f32_f16 with (1, 0) and (0, 1), against the reference's
- * independent rounding ref_round_f16 (which the numbers here check too). */
-static void test_f16_pack(void) {
-    static float x[F16_N], y[F16_N], one[F16_N], zero[F16_N], got_lo[F16_N], got_hi[F16_N];
-    static unsigned xy[F16_N], yx[F16_N], e_lo[F16_N], e_hi[F16_N];
-    static const float special[] = {0.0f, -0.0f, 1.0f, -2.0f, 65504.0f, 65519.99f, 65520.0f, -7e4f, 0x1p-24f,
-                                    0x1p-25f, 0x3p-25f, 0x1p-26f, 0x1.002p0f /* 1 + 2^-11 */,
-                                    0x1.006p0f /* 1 + 3 2^-11 */, 0x1.00201p0f, INFINITY};
-    static const float rounded[] = {0.0f, -0.0f, 1.0f, -2.0f, 65504.0f, 65504.0f, INFINITY, -INFINITY, 0x1p-24f,
-                                    0.0f, 0x1p-23f, 0.0f, 1.0f, 0x1.008p0f, 0x1.004p0f, INFINITY};
-    const int n_special = (int)(sizeof special / sizeof special[0]);
-    unsigned long long s = 12345;
-    for (int i = 0; i < F16_N; i++) {
-        float v;
-        if (i < n_special) {
-            v = special[i];
-        } else {
-            s = s * 6364136223846793005ull + 1442695040888963407ull;
-            v = ldexpf(1.0f + (float)(s >> 40) * 0x1p-24f, (int)(s >> 20 & 63) - 30); /* 2^-30 .. 2^33 */
-            if (s & 1) v = ref_round_f16(v) + 0.5f * f16_ulp(ref_round_f16(v)); /* a midpoint: a tie */
-            if (s & 2) v = -v;
-        }
-        x[i] = v, y[i] = 0.75f, one[i] = 1.0f, zero[i] = 0.0f;
-    }
-    bool ref_ok = true;
-    for (int i = 0; i < n_special; i++) ref_ok &= ref_round_f16(special[i]) == rounded[i];
-    CHECK(ref_ok);
-    exec_f16_pack(x, y, xy, F16_N);
-    exec_f16_pack(y, x, yx, F16_N);
-    exec_f16_pack(one, zero, e_lo, F16_N);
-    exec_f16_pack(zero, one, e_hi, F16_N);
-    exec_f16_dot2(xy, e_lo, zero, got_lo, F16_N);
-    exec_f16_dot2(yx, e_hi, zero, got_hi, F16_N);
-    CHECK(kdn_sync() == NULL);
-    /* binary16 encodings: 1.0 = 0x3c00, 0.75 = 0x3a00, -2.0 = 0xc000, 65504 = 0x7bff, 2^-24 = 0x0001 */
-    CHECK(e_lo[0] == 0x3c00u && e_hi[0] == 0x3c000000u && xy[2] == 0x3a003c00u && xy[3] == 0x3a00c000u &&
-          yx[4] == 0x7bff3a00u && yx[8] == 0x00013a00u && xy[6] == 0x3a007c00u);
-    bool lo_ok = true, hi_ok = true;
-    for (int i = 0; i < F16_N; i++) {
-        const float want = ref_round_f16(x[i]);
-        lo_ok &= got_lo[i] == want;
-        hi_ok &= got_hi[i] == want;
-    }
-    CHECK(lo_ok);
-    CHECK(hi_ok);
-}
-
-/* kdn_dot2_f32_f16 on fp16 values (packed exactly): the cases where every
- * rounding model agrees (the exact result is an fp32), then the ones that
- * tell single rounding of the exact sum (the emulation's model, docs in
- * wave.h) from two roundings; expected values worked out by hand. */
-static void test_f16_dot2(void) {
-    typedef struct {
-        float a0, a1, b0, b1, c, want;
-    } Case;
-    static const Case cases[] = {
-        /* exact: every model gives these */
-        {1.5f, -2.25f, 0.5f, 4.0f, 3.0f, -5.25f},
-        {65504.0f, 65504.0f, 65504.0f, -65504.0f, 1.0f, 1.0f},     /* products of 2^32 cancel */
-        {0x1p-24f, 0x1p-24f, 0x1p-24f, 0x1p-24f, 0.0f, 0x1p-47f}, /* fp16 subnormal inputs kept */
-        {0.0f, 0.0f, 0.0f, 0.0f, 0x1p-126f, 0x1p-126f},
-        {INFINITY, 0.0f, 1.0f, 0.0f, 1.0f, INFINITY},
-        /* the fp32 accumulator flushed when subnormal: IEEE gives 2^-130, and in
-         * the second case 2^-24 + 2^-47 (2^-24 + 2^-48 is a tie that c breaks) */
-        {0.0f, 0.0f, 0.0f, 0.0f, 0x1p-130f, 0.0f},
-        {0x1p-12f, 0x1p-24f, 0x1p-12f, 0x1p-24f, 0x1p-130f, 0x1p-24f},
-        /* single rounding: 1 + 2^-24 + 2^-26 is above the midpoint 1 + 2^-24;
-         * two roundings (either product first) give 1.0 */
-        {0x1p-12f, 0x1p-13f, 0x1p-12f, 0x1p-13f, 1.0f, 0x1.000002p0f},
-        /* 2^30 + 2^-40 - 2^30: exact (a sum in double would give 0) */
-        {0x1p15f, 0x1p-20f, 0x1p15f, 0x1p-20f, -0x1p30f, 0x1p-40f},
-        {0x1p15f, 0x1p-24f, 0x1p15f, 0x1p-24f, -0x1p30f, 0x1p-48f},
-        /* 2^30 + 64 is a tie between 2^30 and 2^30 + 128: c's sign decides it
-         * (two roundings, products first: 2^30 both times) */
-        {0x1p15f, 8.0f, 0x1p15f, 8.0f, 0x1p-100f, 0x1.000002p30f},
-        {0x1p15f, 8.0f, 0x1p15f, 8.0f, -0x1p-100f, 0x1p30f},
-        /* products 2^40 times below c: c */
-        {0x1p15f, 0x1p-20f, 0x1p15f, -0x1p-20f, 0x1p70f, 0x1p70f},
-        {0x1p15f, 0x1p-20f, -0x1p15f, 0x1p-20f, 0x1p70f, 0x1p70f},
-        /* 2^30 + 2^-40 alone: rounds to 2^30 (not a double's exact sum) */
-        {0x1p15f, 0x1p-20f, 0x1p15f, 0x1p-20f, 0.0f, 0x1p30f},
-    };
-    enum { N = 64 };
-    const int n = (int)(sizeof cases / sizeof cases[0]);
-    float a0[N], a1[N], b0[N], b1[N], c[N], got[N];
-    unsigned a[N], b[N];
-    for (int i = 0; i < N; i++) {
-        const Case *k = &cases[i < n ? i : 0];
-        a0[i] = k->a0, a1[i] = k->a1, b0[i] = k->b0, b1[i] = k->b1, c[i] = k->c;
-    }
-    exec_f16_pack(a0, a1, a, N);
-    exec_f16_pack(b0, b1, b, N);
-    exec_f16_dot2(a, b, c, got, N);
-    CHECK(kdn_sync() == NULL);
-    for (int i = 0; i < n; i++) {
-        if (got[i] == cases[i].want) continue;
-        printf("test_harness: dot2 case %d: got %a, want %a\n", i, got[i], cases[i].want);
-        CHECK(got[i] == cases[i].want);
-    }
-    float nan_in[N], nan_out[N];
-    for (int i = 0; i < N; i++) nan_in[i] = i ? NAN : 1.0f;
-    exec_f16_dot2(a, b, nan_in, nan_out, N);
-    CHECK(kdn_sync() == NULL);
-    CHECK(nan_out[0] == -7.25f && isnan(nan_out[1]));
-}
-
 static void test_executor(void) {
     CHECK(kdn_flush_bytes() == 0); /* the CPU build has no cache to evict (kdn.h) */
     kdn_flush_cache();
@@ -732,8 +614,6 @@ int main(void) {
     test_row_ops_f64();
     test_limits();
     test_quad_ops();
-    test_f16_pack();
-    test_f16_dot2();
     if (failures) {
         printf("test_harness: %d of %d checks failed\n", failures, checks);
         return 1;

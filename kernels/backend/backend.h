@@ -230,7 +230,7 @@ int kdn_round_workgroups(const void *kernel, int threads);
 
 #define KDN_CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
 
-// Four consecutive floats (kdn_load4_u32: 32-bit words) at a 16-byte aligned
+// Four consecutive floats at a 16-byte aligned
 // address: one vector load or store on the GPUs (dwordx4 on gfx906), four
 // scalar ones on the CPU.
 // kdn_load4_if: the four floats when `ok`, zeros otherwise, with no scalar
@@ -247,9 +247,6 @@ __device__ __forceinline__ void kdn_store4(float *p, const float in[4]) {
 __device__ __forceinline__ void kdn_load4_if(const float *p, bool ok, float out[4]) {
     for (int u = 0; u < 4; u++) out[u] = ok ? p[u] : 0.0f;
 }
-__device__ __forceinline__ void kdn_load4_u32(const unsigned *p, unsigned out[4]) {
-    for (int u = 0; u < 4; u++) out[u] = p[u];
-}
 #else
 __device__ __forceinline__ void kdn_load4(const float *p, float out[4]) {
     const float4 v = *(const float4 *)p;
@@ -261,10 +258,6 @@ __device__ __forceinline__ void kdn_store4(float *p, const float in[4]) {
 __device__ __forceinline__ void kdn_load4_if(const float *p, bool ok, float out[4]) {
     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (ok) v = *(const float4 *)p;
-    out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
-}
-__device__ __forceinline__ void kdn_load4_u32(const unsigned *p, unsigned out[4]) {
-    const uint4 v = *(const uint4 *)p;
     out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
 }
 #endif
