@@ -121,8 +121,8 @@ HOST_OBJ   := $(HOST_SRC:%.c=$(BUILD)/%.o)
 KERNEL_OBJ := $(patsubst %.cpp,$(BUILD)/%.o,$(KERNEL_SRC) $(RUNTIME)) $(LIB_C_SRC:%.c=$(BUILD)/%.o)
 LADDER_OBJ := $(LADDER_KERNEL_SRC:%.cpp=$(BUILD)/%.o)
 
-.PHONY: all clean test check-env test_deltanet resources resources-check lib install rocm6-chroot
-all: test_deltanet
+.PHONY: all clean test check-env test_deltanet resources resources-check lib install rocm6-chroot tune
+all: test_deltanet tune
 
 # The binary of the last backend built; each backend keeps its own objects.
 test_deltanet: $(BUILD)/test_deltanet
@@ -132,6 +132,14 @@ test_deltanet: $(BUILD)/test_deltanet
 # executor) beside the ladder's own kernels, so it links the library's
 # objects; callers link libkdn.a or libkdn.so, which export the API only.
 $(BUILD)/test_deltanet: $(HOST_OBJ) $(LADDER_OBJ) $(KERNEL_OBJ)
+	@echo "  LINK  $@"
+	@$(LINK) $^ -o $@ $(LDLIBS)
+
+# kdn_tune: the dispatch's constants measured on this device, as a tuning
+# file the library loads (tools/gpu/kdn_tune.c; docs/api.md, "Tuning"). It
+# links the objects: it times the calls with the runtime's events.
+tune: $(BUILD)/kdn_tune
+$(BUILD)/kdn_tune: $(BUILD)/tools/gpu/kdn_tune.o $(KERNEL_OBJ)
 	@echo "  LINK  $@"
 	@$(LINK) $^ -o $@ $(LDLIBS)
 
@@ -203,7 +211,7 @@ $(BUILD)/%.o: %.cpp $(BUILD)/%.d | $(TOOLCHAIN_READY)
 # Named (not a pattern), so make does not take a missing .d for an
 # intermediate file it may skip.
 DEPFILES := $(patsubst %,$(BUILD)/%.d,$(basename $(wildcard \
-    $(foreach d,harness reference phases phases/kernels kernels kernels/backend tests,$(d)/*.c $(d)/*.cpp))))
+    $(foreach d,harness reference phases phases/kernels kernels kernels/backend tests tools/gpu,$(d)/*.c $(d)/*.cpp))))
 $(DEPFILES):
 include $(wildcard $(DEPFILES))
 

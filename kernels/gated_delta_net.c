@@ -42,6 +42,13 @@ static const char *const messages[KDN_STATUS_COUNT] = {
                                "defect; kdn_gdn_error_detail() names it)",
     [KDN_ERR_EXECUTOR_SETTINGS] = "executor settings: KDN_CPU_SCHEDULE or KDN_CPU_TIMEOUT holds a value the CPU "
                                   "executor does not understand; nothing ran",
+    [KDN_ERR_TUNING_FILE] = "tuning file: it cannot be opened, read or written (errno says why)",
+    [KDN_ERR_TUNING_MALFORMED] = "tuning malformed: not a complete libkdn tuning file, or a value out of its range "
+                                 "(docs/api.md, \"Tuning\"); nothing of it was taken",
+    [KDN_ERR_TUNING_VERSION] = "tuning version: the tuning is of another KDN_TUNING_VERSION; measure again "
+                               "(kdn_tune)",
+    [KDN_ERR_TUNING_DEVICE] = "tuning device: the tuning was measured on another device or for another backend "
+                              "than the calling thread's; measure on this one (kdn_tune)",
 };
 
 const char *kdn_status_message(kdn_status status) {
@@ -61,16 +68,10 @@ const char *kdn_status_message(kdn_status status) {
  * takes the last row. docs/api.md has the table and where each row comes
  * from. */
 typedef struct {
-    int n_seqs, max_t;
-} CrossoverRow;
-
-enum { kMaxCrossoverRows = 4 };
-
-typedef struct {
     const char *backend;
     int chunk; /* 0: kdn_two_launch_fewest_rounds_chunk, per shape */
     int n_rows;
-    CrossoverRow rows[kMaxCrossoverRows];
+    kdn_crossover rows[KDN_TUNING_MAX_ROWS];
 } BackendDispatch;
 
 /* H100, tools/gpu/crossover.sh, results/h100-crossover.tsv (docs/performance.md):
@@ -104,18 +105,36 @@ static const BackendDispatch *backend_dispatch(void) {
     return &dispatches[0];
 }
 
-/* The chunk size of a call that leaves it to the library (chunk = 0). */
-static int default_chunk(const KdnShape *s) {
-    const int chunk = backend_dispatch()->chunk;
+/* The built-in constants as a tuning (any device: device ""). */
+void kdn_tuning_defaults(kdn_tuning *t) {
+    const BackendDispatch *c = backend_dispatch();
+    memset(t, 0, sizeof *t);
+    t->version = KDN_TUNING_VERSION;
+    strncpy(t->backend, c->backend, sizeof t->backend - 1);
+    t->chunk = c->chunk;
+    t->n_rows = c->n_rows;
+    memcpy(t->rows, c->rows, sizeof t->rows);
+}
+
+/* The chunk size of a call that leaves it to the library (chunk = 0): the
+ * tuning's, else (NULL or 0) the backend's built-in choice. */
+static int default_chunk(const KdnShape *s, const kdn_tuning *t) {
+    const int chunk = t && t->chunk ? t->chunk : backend_dispatch()->chunk;
     return chunk ? chunk : kdn_two_launch_fewest_rounds_chunk(s);
 }
 
-int kdn_gdn_recurrent_max_t(int n_seqs) {
-    const BackendDispatch *c = backend_dispatch();
+static int rows_max_t(const kdn_crossover *rows, int n_rows, int n_seqs) {
     int i = 0;
-    while (i < c->n_rows - 1 && n_seqs > c->rows[i].n_seqs) i++; /* past the last row: the last row */
-    return c->rows[i].max_t;
+    while (i < n_rows - 1 && n_seqs > rows[i].n_seqs) i++; /* past the last row: the last row */
+    return rows[i].max_t;
 }
+
+int kdn_tuning_recurrent_max_t(const kdn_tuning *t, int n_seqs) {
+    const BackendDispatch *c = backend_dispatch();
+    return t ? rows_max_t(t->rows, t->n_rows, n_seqs) : rows_max_t(c->rows, c->n_rows, n_seqs);
+}
+
+int kdn_gdn_recurrent_max_t(int n_seqs) { return kdn_tuning_recurrent_max_t(NULL, n_seqs); }
 
 const char *kdn_gdn_backend(void) { return kdn_backend(); }
 
@@ -180,7 +199,7 @@ KdnLayerCall kdn_layer_contiguous(const KdnShape *s, const float *q, const float
 int kdn_layer_chunked(const KdnLayerCall *c, kdn_path path) {
     int eligible = !c->kda && c->K == 1 && c->s.D_k <= kdn_two_launch_limits.max_D_k;
     if (path == KDN_PATH_RECURRENT || !eligible) return 0;
-    return path == KDN_PATH_CHUNKED || c->s.T > kdn_gdn_recurrent_max_t(c->s.n_seqs);
+    return path == KDN_PATH_CHUNKED || c->s.T > kdn_tuning_recurrent_max_t(c->tuning, c->s.n_seqs);
 }
 
 void kdn_layer_run(const KdnLayerCall *c, kdn_path path, const KdnChunkBuffers *b) {
@@ -237,7 +256,7 @@ static kdn_status check_pointers_and_options(const kdn_gdn_call *c) {
         return KDN_ERR_OPTION;
     if (c->chunk != 0 && !kdn_takes_chunk(&kdn_two_launch_limits, c->chunk)) return KDN_ERR_CHUNK;
     if (c->K < 1) return KDN_ERR_SNAPSHOTS;
-    return KDN_OK;
+    return c->tuning ? kdn_tuning_check(c->tuning) : KDN_OK;
 }
 
 /* A view's bytes, from its first element to the end of its last; 0 when
@@ -409,12 +428,13 @@ static kdn_status plan_call(const kdn_gdn_call *c, Plan *p) {
     float *tail = c->dst + (size_t)s->D_v * s->H_v * s->T * s->n_seqs; /* dst's snapshot slots */
     l->snapshots = c->state_dst ? c->state_dst : tail; // mutate: state_dst
     l->snap_stride = (long)slot_stride(c); // mutate: snap_stride
+    l->tuning = c->tuning;
     p->path = c->path;
     p->chunked = kdn_layer_chunked(l, c->path);
     /* chunk 0: the backend's choice, made only where the chunked path runs
      * (on a GPU it asks the runtime for the state pass's occupancy); the
      * recurrent kernel reads no chunk size. */
-    s->chunk = c->chunk ? c->chunk : p->chunked ? default_chunk(s) : 0;
+    s->chunk = c->chunk ? c->chunk : p->chunked ? default_chunk(s, c->tuning) : 0;
     return KDN_OK;
 }
 

@@ -41,7 +41,7 @@
 extern "C" {
 #endif
 
-#define KDN_API_VERSION 2
+#define KDN_API_VERSION 3
 
 /* A ggml-style view of a float32 tensor. */
 typedef struct {
@@ -56,10 +56,31 @@ typedef enum {
 } kdn_head_map;
 
 typedef enum {
-    KDN_PATH_AUTO = 0,      /* the library chooses: recurrent up to kdn_gdn_recurrent_max_t(n_seqs) tokens, else chunked */
+    KDN_PATH_AUTO = 0,      /* the library chooses: recurrent up to the crossover (the call's tuning, else
+                               kdn_gdn_recurrent_max_t(n_seqs)) tokens, else chunked */
     KDN_PATH_RECURRENT = 1, /* token-recurrent kernel (every gate shape, every K) */
     KDN_PATH_CHUNKED = 2    /* two-launch chunked form (scalar gate, K == 1); other calls are routed to recurrent */
 } kdn_path;
+
+/* The dispatch's constants for one device: the chunk size of chunk = 0
+ * calls and KDN_PATH_AUTO's crossover per batch size. A value of this type
+ * holds either the build's built-in choices (kdn_tuning_defaults) or a
+ * device's measurement (kdn_tuning_load of a file that `kdn_tune` wrote on
+ * it); a call takes one through kdn_gdn_call.tuning (docs/api.md, "Tuning"). */
+#define KDN_TUNING_VERSION 1
+enum { KDN_TUNING_MAX_ROWS = 8, KDN_TUNING_NAME = 128 };
+typedef struct {
+    int n_seqs; /* batch size of the measurement */
+    int max_t;  /* recurrent for T <= max_t tokens per sequence, chunked past it (>= 0) */
+} kdn_crossover;
+typedef struct {
+    int version;                  /* KDN_TUNING_VERSION */
+    char backend[8];              /* kdn_gdn_backend() of the build it is for */
+    char device[KDN_TUNING_NAME]; /* the device it was measured on ("" in the built-in defaults) */
+    int chunk;                    /* chunk = 0 calls: 32 or 64; 0: the built-in choice per shape */
+    int n_rows;                   /* 1..KDN_TUNING_MAX_ROWS */
+    kdn_crossover rows[KDN_TUNING_MAX_ROWS]; /* by strictly increasing n_seqs (>= 1) */
+} kdn_tuning;
 
 typedef struct {
     kdn_tensor q, k, v, g, beta, state;
@@ -76,6 +97,7 @@ typedef struct {
     float *state_dst;
     int64_t state_slot_stride; /* floats between state_dst's slots; 0: S_v*S_v*H_v*n_seqs (K == 1 or no
                                   state_dst: unused) */
+    const kdn_tuning *tuning;  /* the dispatch's constants (API version 3); NULL: the build's built-in ones */
 } kdn_gdn_call;
 
 typedef enum {
@@ -103,6 +125,11 @@ typedef enum {
                                   limit, fiber stack overflow, trap); dst and workspace undefined */
     KDN_ERR_KERNEL_REFUSED,    /* a kernel refused a shape the checks accepted (a library defect); dst undefined */
     KDN_ERR_EXECUTOR_SETTINGS, /* cpu: KDN_CPU_SCHEDULE or KDN_CPU_TIMEOUT not understood; nothing ran */
+    /* Statuses of a tuning (kdn_tuning_load, kdn_tuning_save, a call's tuning). */
+    KDN_ERR_TUNING_FILE,       /* the tuning file cannot be opened, read or written */
+    KDN_ERR_TUNING_MALFORMED,  /* not a tuning file of this library, or a value out of its range */
+    KDN_ERR_TUNING_VERSION,    /* a tuning of another KDN_TUNING_VERSION */
+    KDN_ERR_TUNING_DEVICE,     /* a tuning measured on another device, or for another backend */
     KDN_STATUS_COUNT
 } kdn_status;
 
@@ -129,6 +156,20 @@ kdn_status kdn_gdn_chosen_path(const kdn_gdn_call *call, kdn_path *path);
  * sequences: recurrent for T <= it (tokens per sequence), chunked past it. */
 int kdn_gdn_recurrent_max_t(int n_seqs);
 const char *kdn_gdn_backend(void); /* "hip", "cuda" or "cpu" */
+
+/* ---- tuning (docs/api.md, "Tuning") ---------------------------------------
+ * kdn_tuning_defaults: the build's built-in constants (device "").
+ * kdn_tuning_load: reads a tuning file and checks it whole (its format, its
+ *   version, its backend and that its device is the calling thread's current
+ *   device); *t is written only when the status is KDN_OK.
+ * kdn_tuning_save: checks t as a call would and writes it to path (through a
+ *   temporary file renamed over path: a reader never sees half a file).
+ * kdn_tuning_recurrent_max_t: t's crossover for n_seqs (NULL: the built-in
+ *   one, as kdn_gdn_recurrent_max_t); t must have passed a check. */
+void kdn_tuning_defaults(kdn_tuning *t);
+kdn_status kdn_tuning_load(const char *path, kdn_tuning *t);
+kdn_status kdn_tuning_save(const char *path, const kdn_tuning *t);
+int kdn_tuning_recurrent_max_t(const kdn_tuning *t, int n_seqs);
 
 #ifdef __cplusplus
 }

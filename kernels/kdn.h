@@ -55,6 +55,7 @@ typedef struct {
     int K;   /* >= 1 */
     float *o, *snapshots;
     long snap_stride; /* >= D_k*D_v*H_v*n_seqs */
+    const kdn_tuning *tuning; /* the dispatch's constants, checked (kdn_tuning_check); NULL: the built-in ones */
 } KdnLayerCall;
 /* The call of contiguous ggml tensors: unscaled q, scalar gate, K = 1. */
 KdnLayerCall kdn_layer_contiguous(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
@@ -112,8 +113,12 @@ typedef struct {
  * their places in a workspace of that size. */
 size_t kdn_chunk_buffers_bytes(const KdnShape *s);
 void kdn_chunk_buffers_carve(void *workspace, const KdnShape *s, KdnChunkBuffers *b);
+/* KDN_OK when t can steer a call on this build (kernels/tuning.c): its
+ * version, its backend, its chunk and rows in range; the device is checked
+ * by kdn_tuning_load only. */
+kdn_status kdn_tuning_check(const kdn_tuning *t);
 /* 1 when c runs the chunked kernels under `path`: scalar gate, K = 1, D_k <= 128 and either path CHUNKED
- * or path AUTO past kdn_gdn_recurrent_max_t(n_seqs) tokens; else 0 (the
+ * or path AUTO past kdn_tuning_recurrent_max_t(c->tuning, n_seqs) tokens; else 0 (the
  * recurrent kernel). */
 int kdn_layer_chunked(const KdnLayerCall *c, kdn_path path);
 /* Enqueues the layer: the recurrent kernel, or the two chunked launches

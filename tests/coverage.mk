@@ -3,7 +3,7 @@
 # objects in build/coverage (-O0 --coverage: a line is counted where it is
 # written, not where the optimiser moved it), so build/cpu is left alone.
 #   make coverage        over what make test runs on the kernels: the
-#                        harness's unit tests, the threaded library test, --env (tests/cli.sh), --bench
+#                        harness's unit tests, the threaded library test, the tuning test, --env (tests/cli.sh), --bench
 #                        (tests/test_tensors.sh) and the whole ladder; the
 #                        figure docs/ci.md quotes (a few CPU minutes: nightly)
 #   make coverage-quick  the same with the ladder cut to phases 1-7 and the
@@ -29,10 +29,12 @@ endif
 # $(1): the ladder's part, run between the common runs and the report.
 define coverage_run
 	@$(MAKE) --no-print-directory BACKEND=cpu BUILD=$(COVERAGE_BUILD) COVERAGE=1 \
-	    $(COVERAGE_BUILD)/test_deltanet $(COVERAGE_BUILD)/test_harness $(COVERAGE_BUILD)/test_threads
+	    $(COVERAGE_BUILD)/test_deltanet $(COVERAGE_BUILD)/test_harness $(COVERAGE_BUILD)/test_threads \
+	    $(COVERAGE_BUILD)/test_tuning
 	@find $(COVERAGE_BUILD) -name '*.gcda' -delete
 	@$(COVERAGE_BUILD)/test_harness > $(COVERAGE_BUILD)/harness.out 2>&1 || { cat $(COVERAGE_BUILD)/harness.out; exit 1; }
 	@$(COVERAGE_BUILD)/test_threads > $(COVERAGE_BUILD)/threads.out 2>&1 || { cat $(COVERAGE_BUILD)/threads.out; exit 1; }
+	@$(COVERAGE_BUILD)/test_tuning > $(COVERAGE_BUILD)/tuning.out 2>&1 || { cat $(COVERAGE_BUILD)/tuning.out; exit 1; }
 	@$(COVERAGE_BUILD)/test_deltanet --env > /dev/null
 	@$(COVERAGE_BUILD)/test_deltanet --bench --reps 1 --test compare_T1_B1 > $(COVERAGE_BUILD)/bench.out 2>&1 || \
 	    { cat $(COVERAGE_BUILD)/bench.out; exit 1; }

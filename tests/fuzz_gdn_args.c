@@ -6,7 +6,9 @@
  * or a wrapped -4; a pointer NULL or 2 bytes off; dst, state_dst or the
  * workspace inside an input or each other; a state slot stride negative,
  * under a slot, or past 2^46; K, chunk, head map or path out of range; the
- * workspace one byte short). The new state goes to dst's tail, to slots of
+ * workspace one byte short; a tuning of another version or backend, with no
+ * row, too many, rows out of order, a negative threshold, a chunk size the
+ * kernels lack or an unterminated name). The new state goes to dst's tail, to slots of
  * its own (state_dst, slots apart by their size or more) or over the state
  * input. Every buffer is exactly as long as its view says and ends at a
  * guard page, so a call that reads or writes past what it describes faults.
@@ -139,8 +141,25 @@ static int overlap(const void *a, uint64_t a_len, const void *b, uint64_t b_len)
     return a0 < b0 + b_len && b0 < a0 + a_len;
 }
 
+/* A call's tuning (docs/api.md, "Tuning"): none, or one of this version
+ * and backend with names terminated, chunk 0, 32 or 64, 1..8 rows of
+ * increasing n_seqs in 1..65535 and max_t >= 0. */
+static int tuning_allowed(const kdn_tuning *t) {
+    if (!t) return 1;
+    if (t->version != KDN_TUNING_VERSION || !memchr(t->backend, 0, sizeof t->backend) ||
+        !memchr(t->device, 0, sizeof t->device) || strcmp(t->backend, kdn_gdn_backend()) != 0)
+        return 0;
+    if ((t->chunk != 0 && t->chunk != 32 && t->chunk != 64) || t->n_rows < 1 || t->n_rows > 8) return 0;
+    for (int i = 0; i < t->n_rows; i++)
+        if (t->rows[i].n_seqs < 1 || t->rows[i].n_seqs > 65535 || t->rows[i].max_t < 0 ||
+            (i > 0 && t->rows[i].n_seqs <= t->rows[i - 1].n_seqs))
+            return 0;
+    return 1;
+}
+
 /* Everything but the workspace: options, views, shapes, dst. */
 static int call_allowed(const kdn_gdn_call *c) {
+    if (!tuning_allowed(c->tuning)) return 0;
     if (c->head_map != KDN_HEAD_MAP_TILED && c->head_map != KDN_HEAD_MAP_BLOCK) return 0;
     if (c->path != KDN_PATH_AUTO && c->path != KDN_PATH_RECURRENT && c->path != KDN_PATH_CHUNKED) return 0;
     if (c->chunk != 0 && c->chunk != 32 && c->chunk != 64) return 0;
@@ -232,6 +251,7 @@ static int unchanged(const Mapping *m) { return !m->map || memcmp(m->before, m->
 /* ---- decoding a call ----------------------------------------------------- */
 typedef struct {
     kdn_gdn_call call;
+    kdn_tuning tuning; /* call.tuning points here, or is NULL */
     size_t ws_size;
     void *ws;
     Mapping maps[N_BUFFERS];
@@ -276,6 +296,36 @@ static void valid_call(Bytes *b, kdn_gdn_call *c) {
     c->chunk = chunks[pick(b, 3)];
 }
 
+/* No tuning (half the calls) or a valid one: 1..3 rows of thresholds
+ * around the shapes' T, a chunk size or 0. */
+static void tuning_of(Bytes *b, Case *k) {
+    if (pick(b, 2)) return;
+    kdn_tuning *t = &k->tuning;
+    kdn_tuning_defaults(t);
+    static const int chunks[] = {0, 32, 64}, max_t[] = {0, 1, 9, 64, 1000};
+    t->chunk = chunks[pick(b, 3)];
+    t->n_rows = 1 + (int)pick(b, 3);
+    for (int i = 0; i < t->n_rows; i++) t->rows[i] = (kdn_crossover){1 + 2 * i, max_t[pick(b, 5)]};
+    k->call.tuning = t;
+}
+
+/* A hostile tuning (valid_call's, or the defaults when the call had none). */
+static void bad_tuning(Bytes *b, Case *k) {
+    kdn_tuning *t = &k->tuning;
+    if (!k->call.tuning) kdn_tuning_defaults(t);
+    k->call.tuning = t;
+    switch (pick(b, 8)) {
+    case 0: t->version = pick(b, 2) ? 0 : KDN_TUNING_VERSION + 1; break;
+    case 1: strcpy(t->backend, pick(b, 2) ? "hipx" : ""); break;
+    case 2: memset(t->backend, 'c', sizeof t->backend); break;
+    case 3: t->n_rows = pick(b, 2) ? 0 : KDN_TUNING_MAX_ROWS + 1; break;
+    case 4: t->rows[0].max_t = -1 - (int)pick(b, 2) * (INT_MAX - 1); break;
+    case 5: t->rows[0].n_seqs = pick(b, 2) ? 0 : 65536; break;
+    case 6: t->chunk = pick(b, 2) ? 16 : -32; break;
+    default: t->n_rows = 2, t->rows[1] = t->rows[0]; break; /* a batch twice */
+    }
+}
+
 /* Where each buffer lies: its own mapping (short_by bytes before the guard:
  * 0, or 1..3 for a pointer off alignment) or inside another's (alias >= 0). */
 typedef struct {
@@ -314,7 +364,7 @@ static void edit(Bytes *b, Case *k, Placement *at) {
     static const size_t bad_nb[] = {0, 2, 6, 8, (size_t)1 << 40, (size_t)1 << 47, (size_t)1 << 60, SIZE_MAX - 3};
     kdn_gdn_call *c = &k->call;
     int i = (int)pick(b, N_BUFFERS);
-    switch (pick(b, 9)) {
+    switch (pick(b, 10)) {
     case 0: if (i < N_INPUTS) tensor_of(c, i)->ne[pick(b, 4)] = bad_ne[pick(b, 8)]; break;
     case 1: if (i < N_INPUTS) tensor_of(c, i)->nb[pick(b, 4)] = bad_nb[pick(b, 8)]; break;
     case 2: at->null[i] = 1; break;
@@ -331,6 +381,7 @@ static void edit(Bytes *b, Case *k, Placement *at) {
         break;
     }
     case 7: c->state_slot_stride = bad_slot_stride(b, c); break;
+    case 8: bad_tuning(b, k); break;
     default:
         if (pick(b, 2)) c->head_map = (kdn_head_map)(pick(b, 2) ? 2 : -1);
         else c->path = (kdn_path)(pick(b, 2) ? 3 : -1);
@@ -383,6 +434,9 @@ static void describe(const Case *k, const char *what, kdn_status st) {
     fprintf(stderr, "  dst %p state_dst %p slot stride %lld K %d head_map %d path %d chunk %d workspace %p of %zu\n",
             (void *)c->dst, (void *)c->state_dst, (long long)c->state_slot_stride, c->K, (int)c->head_map,
             (int)c->path, c->chunk, k->ws, k->ws_size);
+    if (c->tuning)
+        fprintf(stderr, "  tuning version %d chunk %d rows %d (first %d: %d)\n", c->tuning->version, c->tuning->chunk,
+                c->tuning->n_rows, c->tuning->rows[0].n_seqs, c->tuning->rows[0].max_t);
 }
 
 static void require(int ok, const Case *k, const char *what, kdn_status st) {
@@ -495,6 +549,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *input, size_t size) {
     Case k;
     memset(&k, 0, sizeof k);
     valid_call(&b, &k.call);
+    tuning_of(&b, &k);
     Placement at;
     memset(&at, 0, sizeof at);
     for (int i = 0; i < N_BUFFERS; i++) at.alias[i] = -1;

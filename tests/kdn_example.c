@@ -34,7 +34,7 @@ static double check(int T, kdn_path path) {
     for (size_t i = 0; i < ns; i++) state[i] = 0.1f * frand(&seed);
     kdn_gdn_call call = {view(q, S, HK, T, B), view(k, S, HK, T, B), view(v, S, HV, T, B), view(g, 1, HV, T, B),
                          view(beta, 1, HV, T, B), view(state, S, S, HV, B), dst, 1, KDN_HEAD_MAP_TILED, path, 0, NULL,
-                         NULL, 0};
+                         NULL, 0, NULL};
     size_t ws = 0;
     kdn_status st = kdn_gdn_workspace_size(&call, &ws);
     void *workspace = ws ? malloc(ws) : NULL;

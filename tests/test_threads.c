@@ -108,7 +108,7 @@ static void make_case(Case *c, const Shape *s, unsigned seed) {
     kdn_gdn_call call = {view(c->d_q, s->S, s->H_k, s->T, s->B), view(c->d_k, s->S, s->H_k, s->T, s->B),
                          view(c->d_v, s->S, s->H_v, s->T, s->B), view(c->d_g, 1, s->H_v, s->T, s->B),
                          view(c->d_beta, 1, s->H_v, s->T, s->B), view(c->d_state, s->S, s->S, s->H_v, s->B),
-                         c->d_dst, 1, KDN_HEAD_MAP_TILED, s->path, 0, NULL, NULL, 0};
+                         c->d_dst, 1, KDN_HEAD_MAP_TILED, s->path, 0, NULL, NULL, 0, NULL};
     c->call = call;
     size_t ws = 0;
     if (kdn_gdn_workspace_size(&c->call, &ws) != KDN_OK) ws = 0;

@@ -48,6 +48,18 @@ $(BUILD)/test_threads: $(BUILD)/tests/test_threads.o $(KERNEL_OBJ)
 	@echo "  LINK  $@"
 	@$(LINK) $^ -o $@ $(LDLIBS)
 
+# Tuning files and a call's tuning (tests/test_tuning.c), and kdn_tune on
+# a small shape (tests/test_tune.sh).
+$(BUILD)/test_tuning: $(BUILD)/tests/test_tuning.o $(KERNEL_OBJ)
+	@echo "  LINK  $@"
+	@$(LINK) $^ -o $@ $(LDLIBS)
+
+.PHONY: test-tuning
+test-tuning:
+	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_tuning build/cpu/kdn_tune
+	@build/cpu/test_tuning
+	@sh tests/test_tune.sh build/cpu/kdn_tune
+
 # The product's objects and main with phase 1 replaced by a table whose
 # second test fails: tests/cli.sh proves exit status 1 with it.
 FAILING_OBJ := $(filter-out $(BUILD)/phases/phase1_elementwise.o,$(HOST_OBJ)) $(LADDER_OBJ) $(KERNEL_OBJ)
@@ -109,6 +121,7 @@ check:
 	@python3 tests/test_layers.py --self-test && python3 tests/test_layers.py
 	@sh tests/mutate.sh --check
 	@sh tests/test_deps.sh
+	@$(MAKE) --no-print-directory test-tuning
 	@python3 tools/report/results_index.py --check
 	@$(MAKE) --no-print-directory history-check
 	@python3 -m lens selftest
@@ -182,6 +195,7 @@ test:
 	@build/cpu/test_harness
 	@python3 tests/harness_calls.py
 	@build/cpu/test_threads
+	@$(MAKE) --no-print-directory test-tuning
 	@$(MAKE) --no-print-directory test-asan
 	@$(MAKE) --no-print-directory test-gfx906 TOOLCHAIN=$(TOOLCHAIN)
 	@python3 tests/test_depend.py cpu $$([ -x build/hip/test_deltanet ] && echo hip)

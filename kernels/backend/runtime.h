@@ -17,6 +17,10 @@ const char *kdn_target(void);        /* e.g. "gfx906", "sm_90", "host-wave64" */
 int kdn_init(char *msg, size_t msg_size);
 const char *kdn_device_name(void);
 int kdn_device_count(void);
+/* The name of the device the calling host thread launches on now (the
+ * runtime's current device, whether or not kdn_init ran): 0, or 1 when the
+ * runtime cannot say (name ""; its error taken, not left for a launch). */
+int kdn_current_device_name(char *name, size_t size);
 /* Bytes of memory of the device kdn_init chose (after kdn_init); 0 on the
  * CPU build, whose device memory is host memory. */
 size_t kdn_device_memory(void);

@@ -34,6 +34,10 @@ int kdn_init(char *msg, size_t msg_size) {
     return 0;
 }
 const char *kdn_device_name(void) { return "cpu-simt-executor"; }
+int kdn_current_device_name(char *name, size_t size) {
+    snprintf(name, size, "%s", kdn_device_name());
+    return 0;
+}
 int kdn_device_count(void) { return 1; }
 size_t kdn_device_memory(void) { return 0; }
 void *kdn_malloc(size_t bytes) { return malloc(bytes ? bytes : 1); }

@@ -136,6 +136,18 @@ int kdn_init(char *msg, size_t msg_size) {
 }
 
 const char *kdn_device_name(void) { return props.name; }
+
+int kdn_current_device_name(char *name, size_t size) {
+    int dev = 0;
+    gpuDeviceProp p;
+    if (gpuGetDevice(&dev) != gpuSuccess || gpuGetDeviceProperties(&p, dev) != gpuSuccess) {
+        (void)gpuGetLastError(); // the answer is "cannot say", not an error for a later launch
+        snprintf(name, size, "%s", "");
+        return 1;
+    }
+    snprintf(name, size, "%s", p.name);
+    return 0;
+}
 size_t kdn_device_memory(void) { return props.totalGlobalMem; }
 
 void *kdn_malloc(size_t bytes) {

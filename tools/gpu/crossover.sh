@@ -7,7 +7,8 @@
 # times come from the result log's bench:<variant> rows (median_us), the
 # variant names from phases/layer_variants.h (the log's variant column).
 # usage: tools/gpu/crossover.sh [test_deltanet binary, default build/cuda/test_deltanet] [VARIANT_A VARIANT_B]
-#   (CROSSOVER_T / CROSSOVER_B: other token counts / batch sizes, space-separated)
+#   (CROSSOVER_T / CROSSOVER_B: other token counts / batch sizes, space-separated;
+#    CROSSOVER_CHUNK: the chunked path's chunk size, 32 or 64, instead of the test's)
 set -euo pipefail
 bin=${1:-build/cuda/test_deltanet}
 a=${2:-recurrent} b=${3:-two_launch}
@@ -21,7 +22,8 @@ median() {
 printf 'T\tB\t%s_us\t%s_us\tfaster\n' "$a" "$b"
 for B in ${CROSSOVER_B:-1 4}; do
     for T in ${CROSSOVER_T:-2 8 16 32 64 96 128 160 192 256 384 512}; do
-        "$bin" --bench --reps 10 --test compare_T64_B1 --set T="$T" --set n_seqs="$B" --log "$log" > /dev/null
+        "$bin" --bench --reps 10 --test compare_T64_B1 --set T="$T" --set n_seqs="$B" \
+            ${CROSSOVER_CHUNK:+--set chunk="$CROSSOVER_CHUNK"} --log "$log" > /dev/null
         ta=$(median "$a") || { echo "crossover: no bench:$a row in the log" >&2; exit 1; }
         tb=$(median "$b") || { echo "crossover: no bench:$b row in the log" >&2; exit 1; }
         awk -v T="$T" -v B="$B" -v ta="$ta" -v tb="$tb" -v a="$a" -v b="$b" \
