@@ -207,10 +207,8 @@ void kdn_layer_run(const KdnLayerCall *c, kdn_path path, const KdnChunkBuffers *
         kdn_deltanet_recurrent_call(c);
         return;
     }
-    const KdnShape *s = &c->s;
-    kdn_two_launch_intra(s, c->q, c->k, c->v, c->v_st, c->g, c->beta, b->gamma, b->to_end, b->Tinv, b->U, b->W, b->P);
-    kdn_two_launch_state(s, 0, CEIL_DIV(s->T, s->chunk), c->q, c->k, b->gamma, b->to_end, b->U, b->W, b->P,
-                         c->state_in, c->snapshots, c->o, c->q_scale);
+    kdn_two_launch_intra(c, b);
+    kdn_two_launch_state(c, 0, CEIL_DIV(c->s.T, c->s.chunk), b);
 }
 
 /* ---- checking a call ---------------------------------------------------- */

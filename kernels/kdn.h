@@ -70,10 +70,10 @@ void kdn_deltanet_recurrent(const KdnShape *s, const float *q, const float *k, c
  * and strides st[0..2] (floats) for dims 1..3. */
 void kdn_gather_strided(const float *src, const long ne[4], const long st[3], float *dst);
 
-/* Two-launch form. q, k, g and beta contiguous [., H, T, n_seqs]; v any view
- * with contiguous rows, v_st its head, token and sequence strides in floats
- * (llama.cpp's v is a slice of the convolution's output: read in place).
- * n_chunks = ceil(T / C); chunk index
+/* Two-launch form, on a KdnLayerCall c with the scalar gate and K = 1: q,
+ * k, g and beta contiguous [., H, T, n_seqs]; v any view with contiguous
+ * rows (c->v_st: llama.cpp's v is a slice of the convolution's output, read
+ * in place). n_chunks = ceil(T / C); chunk index
  * ci = (seq * H_v + h) * n_chunks + c. Per chunk, the intra-chunk quantities
  * (reference/deltanet.h's RefChunk, row-major, token rows; rows past the
  * chunk's length n are zero):
@@ -81,19 +81,19 @@ void kdn_gather_strided(const float *src, const long ne[4], const long st[3], fl
  *   U [ci][C][D_v]   W [ci][C][D_k]
  *   P [ci][C][C] = (q_i . k_j) exp(gamma_i - gamma_j) for j <= i, else 0
  * (to_end is taken from gamma in double inside the kernel: the state pass
- * would lose u |gamma| of each exponent taking it from the float gamma)
- * 1) every chunk of every head and sequence in parallel, one launch: */
-void kdn_two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const long v_st[3],
-                          const float *g, const float *beta, float *gamma, float *to_end, float *Tinv, float *U,
-                          float *W, float *P);
+ * would lose u |gamma| of each exponent taking it from the float gamma) */
+typedef struct {
+    float *gamma, *to_end, *Tinv, *U, *W, *P; /* [ci][C] x 2, [ci][C][C], [ci][C][D_v], [ci][C][D_k], [ci][C][C] */
+} KdnChunkBuffers;
+/* 1) every chunk of every head and sequence in parallel, one launch: reads
+ * c's q, k, v, g, beta, writes b. */
+void kdn_two_launch_intra(const KdnLayerCall *c, const KdnChunkBuffers *b);
 /* 2) chunks c0 <= c < c1 of every head and sequence, one launch: the outputs
- * of those chunks' tokens (times q_scale) and the state carried through
- * them. state_in (ggml layout) is the state at chunk c0's start; state_out
- * (which may be the same buffer) receives the state after chunk c1 - 1; o is
- * written for the tokens of chunks c0..c1-1 only. */
-void kdn_two_launch_state(const KdnShape *s, int c0, int c1, const float *q, const float *k, const float *gamma,
-                          const float *to_end, const float *U, const float *W, const float *P, const float *state_in,
-                          float *state_out, float *o, float q_scale);
+ * of those chunks' tokens (times c->q_scale) and the state carried through
+ * them, from c's q, k and b. c->state_in (ggml layout) is the state at chunk
+ * c0's start; c->snapshots (which may be the same buffer) receives the state
+ * after chunk c1 - 1; c->o is written for the tokens of chunks c0..c1-1 only. */
+void kdn_two_launch_state(const KdnLayerCall *c, int c0, int c1, const KdnChunkBuffers *b);
 
 /* The chunk size of the fewest state-pass rounds (a round: the workgroups the
  * device runs at once): 64 when the C = 64 pass's workgroups for shape s
@@ -106,9 +106,6 @@ int kdn_two_launch_fewest_rounds_chunk(const KdnShape *s);
  * the chunked kernels cannot read, and ends in kdn_layer_run; the tests,
  * benchmarks and tools run the same function on contiguous tensors, so what
  * they time is what the library launches. */
-typedef struct {
-    float *gamma, *to_end, *Tinv, *U, *W, *P; /* [ci][C] x 2, [ci][C][C], [ci][C][D_v], [ci][C][D_k], [ci][C][C] */
-} KdnChunkBuffers;
 /* Device bytes of the buffers (each 256-byte aligned when workspace is) and
  * their places in a workspace of that size. */
 size_t kdn_chunk_buffers_bytes(const KdnShape *s);

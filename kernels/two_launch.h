@@ -58,11 +58,25 @@ __device__ __forceinline__ void store4(float *p, int valid, const float in[4]) {
 // library's copy (kdn.h), is defined from it in two_launch_state.cpp.
 constexpr KdnLimits kTwoLaunchLimits = {kMaxDk, {32, 64}};
 
-static inline const char *unsupported(const KdnShape *s) {
+// 1 when st (dims 1..3, floats) are a contiguous [D, H, T, n_seqs] tensor's.
+static inline bool dense(const long st[3], long D, long H, long T) {
+    return st[0] == D && st[1] == D * H && st[2] == D * H * T;
+}
+
+// Why the chunked kernels cannot take call c (NULL: they can). They read v as
+// any view, q, k, g and beta contiguous (kdn_layer_run stages other views),
+// the scalar gate only and write one state, to c->snapshots.
+static inline const char *unsupported(const KdnLayerCall *c, const KdnChunkBuffers *b) {
+    if (!c || !b) return "no call";
+    const KdnShape *s = &c->s;
     const char *why = kdn_layer_shape_unsupported(s);
     if (why) return why;
     if (s->D_k > kMaxDk) return "D_k > 128 (the state slab would not fit in 64 KB of LDS)";
     if (!kdn_takes_chunk(&kTwoLaunchLimits, s->chunk)) return "chunk must be 32 or 64";
+    if (c->kda || c->K != 1) return "the chunked kernels take the scalar gate and K = 1 only";
+    if (!dense(c->q_st, s->D_k, s->H_k, s->T) || !dense(c->k_st, s->D_k, s->H_k, s->T) ||
+        !dense(c->g_st, 1, s->H_v, s->T) || !dense(c->beta_st, 1, s->H_v, s->T))
+        return "q, k, g and beta must be contiguous";
     return NULL;
 }
 

@@ -504,39 +504,36 @@ __global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(
 
 // ---- launchers ----------------------------------------------------------------
 template <int C, bool kVec>
-static void launch_intra(const KdnShape *s, const float *q, const float *k, const float *v, const long v_st[3],
-                         const float *g, const float *beta, float *gamma, float *to_end, float *Tinv, float *U,
-                         float *W, float *P) {
+static void launch_intra(const KdnLayerCall *c, const KdnChunkBuffers *b) {
     static_assert(sizeof(IntraLds<C>) <= 64 * 1024, "gfx906 has 64 KB of LDS per workgroup");
+    const KdnShape *s = &c->s;
     dim3 grid((unsigned)KDN_CEIL_DIV(s->T, C), (unsigned)s->H_v, (unsigned)s->n_seqs);
     KDN_ALLOW_LDS((kernel_two_launch_intra<C, kVec>), sizeof(IntraLds<C>));
-    KDN_LAUNCH((kernel_two_launch_intra<C, kVec>), grid, dim3(kIntraThreads), sizeof(IntraLds<C>), q, k, v,
-               v_st[0], v_st[1], v_st[2], g, beta, gamma, to_end, Tinv, U, W, P, s->T, s->H_k, s->H_v, s->D_k, s->D_v,
-               s->head_map);
+    KDN_LAUNCH((kernel_two_launch_intra<C, kVec>), grid, dim3(kIntraThreads), sizeof(IntraLds<C>), c->q, c->k, c->v,
+               c->v_st[0], c->v_st[1], c->v_st[2], c->g, c->beta, b->gamma, b->to_end, b->Tinv, b->U, b->W, b->P, s->T,
+               s->H_k, s->H_v, s->D_k, s->D_v, s->head_map);
 }
 
 template <int C>
-static void launch_intra_c(const KdnShape *s, bool vec, const float *q, const float *k, const float *v,
-                           const long v_st[3], const float *g, const float *beta, float *gamma, float *to_end,
-                           float *Tinv, float *U, float *W, float *P) {
+static void launch_intra_c(const KdnLayerCall *c, const KdnChunkBuffers *b, bool vec) {
     if (vec)
-        launch_intra<C, true>(s, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
+        launch_intra<C, true>(c, b);
     else
-        launch_intra<C, false>(s, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
+        launch_intra<C, false>(c, b);
 }
 
-extern "C" void kdn_two_launch_intra(const KdnShape *s, const float *q, const float *k, const float *v,
-                                     const long v_st[3], const float *g, const float *beta, float *gamma,
-                                     float *to_end, float *Tinv, float *U, float *W, float *P) {
-    const char *why = unsupported(s);
-    const void *ptrs[] = {q, k, v, U, W, P};
-    const bool vec = vector_ok(s, ptrs, 6) && v_st[0] % 4 == 0 && v_st[1] % 4 == 0 && v_st[2] % 4 == 0;
-    if (why)
+extern "C" void kdn_two_launch_intra(const KdnLayerCall *c, const KdnChunkBuffers *b) {
+    const char *why = unsupported(c, b);
+    if (why) {
         kdn_launch_refused("kernel_two_launch_intra", why);
-    else if (s->T == 0)
+        return;
+    }
+    const void *ptrs[] = {c->q, c->k, c->v, b->U, b->W, b->P};
+    const bool vec = vector_ok(&c->s, ptrs, 6) && c->v_st[0] % 4 == 0 && c->v_st[1] % 4 == 0 && c->v_st[2] % 4 == 0;
+    if (c->s.T == 0)
         return; // no chunk
-    else if (s->chunk == 32)
-        launch_intra_c<32>(s, vec, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
+    else if (c->s.chunk == 32)
+        launch_intra_c<32>(c, b, vec);
     else
-        launch_intra_c<64>(s, vec, q, k, v, v_st, g, beta, gamma, to_end, Tinv, U, W, P);
+        launch_intra_c<64>(c, b, vec);
 }

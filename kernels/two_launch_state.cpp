@@ -238,24 +238,22 @@ __global__ __launch_bounds__(kStateThreads) KDN_GFX906_WAVES_PER_SIMD((kStateWav
 const KdnLimits kdn_two_launch_limits = kTwoLaunchLimits;
 
 template <int C, bool kVec>
-static void launch_state(const KdnShape *s, int c0, int c1, const float *q, const float *k, const float *gamma,
-                         const float *to_end, const float *U, const float *W, const float *P, const float *state_in,
-                         float *state_out, float *o, float q_scale) {
+static void launch_state(const KdnLayerCall *c, int c0, int c1, const KdnChunkBuffers *b) {
     static_assert(sizeof(StateLds<C>) <= 64 * 1024, "gfx906 has 64 KB of LDS per workgroup");
+    const KdnShape *s = &c->s;
     dim3 grid((unsigned)KDN_CEIL_DIV(s->D_v, kBV), (unsigned)s->H_v, (unsigned)s->n_seqs);
     KDN_ALLOW_LDS((kernel_two_launch_state<C, kVec>), sizeof(StateLds<C>));
-    KDN_LAUNCH((kernel_two_launch_state<C, kVec>), grid, dim3(kStateThreads), sizeof(StateLds<C>), q, k, gamma, to_end,
-               U, W, P, state_in, state_out, o, s->T, s->H_k, s->H_v, s->D_k, s->D_v, s->head_map, c0, c1, q_scale);
+    KDN_LAUNCH((kernel_two_launch_state<C, kVec>), grid, dim3(kStateThreads), sizeof(StateLds<C>), c->q, c->k,
+               b->gamma, b->to_end, b->U, b->W, b->P, c->state_in, c->snapshots, c->o, s->T, s->H_k, s->H_v, s->D_k,
+               s->D_v, s->head_map, c0, c1, c->q_scale);
 }
 
 template <int C>
-static void launch_state_c(const KdnShape *s, bool vec, int c0, int c1, const float *q, const float *k,
-                           const float *gamma, const float *to_end, const float *U, const float *W, const float *P,
-                           const float *state_in, float *state_out, float *o, float q_scale) {
+static void launch_state_c(const KdnLayerCall *c, int c0, int c1, const KdnChunkBuffers *b, bool vec) {
     if (vec)
-        launch_state<C, true>(s, c0, c1, q, k, gamma, to_end, U, W, P, state_in, state_out, o, q_scale);
+        launch_state<C, true>(c, c0, c1, b);
     else
-        launch_state<C, false>(s, c0, c1, q, k, gamma, to_end, U, W, P, state_in, state_out, o, q_scale);
+        launch_state<C, false>(c, c0, c1, b);
 }
 
 extern "C" int kdn_two_launch_fewest_rounds_chunk(const KdnShape *s) {
@@ -264,19 +262,18 @@ extern "C" int kdn_two_launch_fewest_rounds_chunk(const KdnShape *s) {
     return workgroups <= round ? 64 : 32;
 }
 
-extern "C" void kdn_two_launch_state(const KdnShape *s, int c0, int c1, const float *q, const float *k,
-                                     const float *gamma, const float *to_end, const float *U, const float *W,
-                                     const float *P, const float *state_in, float *state_out, float *o,
-                                     float q_scale) {
-    const char *why = unsupported(s);
-    if (!why && (c0 < 0 || c1 < c0 || c1 > KDN_CEIL_DIV(s->T, s->chunk)))
+extern "C" void kdn_two_launch_state(const KdnLayerCall *c, int c0, int c1, const KdnChunkBuffers *b) {
+    const char *why = unsupported(c, b);
+    if (!why && (c0 < 0 || c1 < c0 || c1 > KDN_CEIL_DIV(c->s.T, c->s.chunk)))
         why = "chunk range outside 0..n_chunks";
-    const void *ptrs[] = {q, k, U, W, P, state_in, state_out, o};
-    const bool vec = vector_ok(s, ptrs, 8);
-    if (why)
+    if (why) {
         kdn_launch_refused("kernel_two_launch_state", why);
-    else if (s->chunk == 32)
-        launch_state_c<32>(s, vec, c0, c1, q, k, gamma, to_end, U, W, P, state_in, state_out, o, q_scale);
+        return;
+    }
+    const void *ptrs[] = {c->q, c->k, b->U, b->W, b->P, c->state_in, c->snapshots, c->o};
+    const bool vec = vector_ok(&c->s, ptrs, 8);
+    if (c->s.chunk == 32)
+        launch_state_c<32>(c, c0, c1, b, vec);
     else
-        launch_state_c<64>(s, vec, c0, c1, q, k, gamma, to_end, U, W, P, state_in, state_out, o, q_scale);
+        launch_state_c<64>(c, c0, c1, b, vec);
 }

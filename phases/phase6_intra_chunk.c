@@ -108,8 +108,7 @@ static void intra_run(Ctx *c, const Shape *shape, bool with_p, IntraRun *r) {
     r->chunks = (size_t)r->nch * s->n_seqs * s->H_v;
     ChunkQuantities *w = r->got = two_launch_prepare(c, s);
     const KdnLayerCall dense = kdn_layer_contiguous(s, dd->q, dd->k, dd->v, dd->g, dd->beta, NULL, NULL, NULL);
-    kdn_two_launch_intra(s, dd->q, dd->k, dd->v, dense.v_st, dd->g, dd->beta, w->gamma, w->to_end, w->Tinv, w->U, w->W,
-                         w->P);
+    kdn_two_launch_intra(&dense, w);
     size_t rows = r->chunks * r->C;
     r->gamma = host_d(c, rows), r->to_end = host_d(c, rows), r->Tinv = host_d(c, rows * r->C);
     r->U = host_d(c, rows * s->D_v), r->W = host_d(c, rows * s->D_k);

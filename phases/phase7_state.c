@@ -129,7 +129,8 @@ static void t_two_launch_state_chunk(const Test *t, Ctx *c) {
         kdn_upload(dev[a], f, len[a] * sizeof(float));
     }
     float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
-    kdn_two_launch_state(s, c0, c0 + 1, dd.q, dd.k, w->gamma, w->to_end, w->U, w->W, w->P, dd.state, s_out, o, 1.0f);
+    const KdnLayerCall call = kdn_layer_contiguous(s, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
+    kdn_two_launch_state(&call, c0, c0 + 1, w);
     dn_describe(c, &sh);
     if (dev_sync(c) != 0) return;
     int n = s->T - c0 * C < C ? s->T - c0 * C : C;

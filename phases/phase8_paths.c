@@ -104,21 +104,24 @@ typedef enum {
     ENTRY_RECURRENT_NO_CALL,  /* kdn_deltanet_recurrent_call(NULL) */
     ENTRY_INTRA,              /* kdn_two_launch_intra */
     ENTRY_STATE,              /* kdn_two_launch_state over chunks c0 .. c1 - 1 */
+    ENTRY_STATE_NO_CALL,      /* kdn_two_launch_state(NULL, ...) */
     ENTRY_ONE_LAUNCH,         /* kdn_deltanet_one_launch */
     ENTRY_GATHER,             /* kdn_gather_strided with ne = {ne0, 1, 1, 1} */
     ENTRY_SOLVE,              /* kdn_solve_tri_parallel, n x n, one right-hand side */
 } Entry;
 static const char *const entry_kernels[] = {
     "kernel_deltanet_recurrent", "kernel_deltanet_recurrent", "kernel_deltanet_recurrent", "kernel_deltanet_recurrent",
-    "kernel_two_launch_intra",   "kernel_two_launch_state",   "kernel_deltanet_one_launch", "kernel_gather_strided",
-    "kernel_solve_tri_parallel",
+    "kernel_two_launch_intra",   "kernel_two_launch_state",   "kernel_two_launch_state", "kernel_deltanet_one_launch",
+    "kernel_gather_strided",     "kernel_solve_tri_parallel",
 };
 
 typedef struct {
     KdnShape s;
     int K, c0, c1;
     long ne0;
-    int n; /* the solve's size */
+    int n;     /* the solve's size */
+    int kda;   /* the KDA gate */
+    int q_st0; /* q's head stride, where not 0 (the call's otherwise contiguous) */
 } Call;
 
 /* The limits the kernel of an entry exports (kdn.h, ladder.h). */
@@ -131,7 +134,7 @@ static const KdnLimits *limits_of(Entry e) {
 enum { PAST_MAX_D_K = -1000 };
 
 /* 10 tokens (one chunk of 32) of 2 value heads, 16 x 16 */
-static const Call base_call = {{10, 1, 1, 2, 16, 16, 32, 0}, 1, 0, 1, 16, 16};
+static const Call base_call = {{10, 1, 1, 2, 16, 16, 32, 0}, 1, 0, 1, 16, 16, 0, 0};
 #define F(field) offsetof(Call, field)
 
 static const struct {
@@ -165,6 +168,13 @@ static const struct {
     {ENTRY_STATE, F(c0), -1, "chunk range outside 0..n_chunks"},
     {ENTRY_STATE, F(c1), 2, "chunk range outside 0..n_chunks"},
     {ENTRY_STATE, F(c0), 1, "chunk range outside 0..n_chunks"}, /* with c1 = 0 < c0, below */
+    {ENTRY_INTRA, F(K), 2, "scalar gate and K = 1 only"},
+    {ENTRY_STATE, F(K), 4, "scalar gate and K = 1 only"},
+    {ENTRY_INTRA, F(kda), 1, "scalar gate and K = 1 only"},
+    {ENTRY_STATE, F(kda), 1, "scalar gate and K = 1 only"},
+    {ENTRY_INTRA, F(q_st0), 32, "q, k, g and beta must be contiguous"},
+    {ENTRY_STATE, F(q_st0), 20, "q, k, g and beta must be contiguous"},
+    {ENTRY_STATE_NO_CALL, 0, 0, "no call"},
     {ENTRY_ONE_LAUNCH, F(s.T), -5, "empty or negative dimension"},
     {ENTRY_ONE_LAUNCH, F(s.D_k), PAST_MAX_D_K, "D_k > "},
     {ENTRY_ONE_LAUNCH, F(s.chunk), 16, "chunk must be 32 or 64"},
@@ -180,7 +190,8 @@ static Call broken_call(int i) {
     Call x = base_call;
     if (refusals[i].field == F(ne0))
         x.ne0 = refusals[i].value;
-    else if (refusals[i].entry != ENTRY_RECURRENT_NO_SHAPE && refusals[i].entry != ENTRY_RECURRENT_NO_CALL)
+    else if (refusals[i].entry != ENTRY_RECURRENT_NO_SHAPE && refusals[i].entry != ENTRY_RECURRENT_NO_CALL &&
+             refusals[i].entry != ENTRY_STATE_NO_CALL)
         *(int *)((char *)&x + refusals[i].field) = (int)refusals[i].value;
     if (refusals[i].field == F(s.H_k) && refusals[i].value == 3) x.s.head_map = 1; /* H_v = 2, H_k = 3, block map */
     if (refusals[i].field == F(c0) && refusals[i].value == 1) x.c1 = 0;          /* c1 < c0 */
@@ -229,20 +240,18 @@ typedef struct {
 static void call_entry(Entry e, const Call *x, const Inputs *in, const Outputs *w) {
     const KdnShape *s = &x->s;
     KdnLayerCall r = kdn_layer_contiguous(s, in->q, in->k, in->v, in->g, in->beta, in->state, w->o, w->state_out);
-    r.K = x->K;
+    r.K = x->K, r.kda = x->kda;
+    if (x->q_st0) r.q_st[0] = x->q_st0;
     long ne[4] = {x->ne0, 1, 1, 1}, st[3] = {x->ne0, x->ne0, x->ne0};
+    const KdnChunkBuffers b = {w->gamma, w->to_end, w->Tinv, w->U, w->W, w->P};
     switch (e) {
     case ENTRY_RECURRENT: kdn_deltanet_recurrent(s, in->q, in->k, in->v, in->g, in->beta, in->state, w->o, w->state_out); break;
     case ENTRY_RECURRENT_CALL: kdn_deltanet_recurrent_call(&r); break;
     case ENTRY_RECURRENT_NO_SHAPE: kdn_deltanet_recurrent(NULL, in->q, in->k, in->v, in->g, in->beta, in->state, w->o, w->state_out); break;
     case ENTRY_RECURRENT_NO_CALL: kdn_deltanet_recurrent_call(NULL); break;
-    case ENTRY_INTRA:
-        kdn_two_launch_intra(s, in->q, in->k, in->v, r.v_st, in->g, in->beta, w->gamma, w->to_end, w->Tinv, w->U, w->W, w->P);
-        break;
-    case ENTRY_STATE:
-        kdn_two_launch_state(s, x->c0, x->c1, in->q, in->k, w->gamma, w->to_end, w->U, w->W, w->P, in->state,
-                             w->state_out, w->o, 1.0f);
-        break;
+    case ENTRY_INTRA: kdn_two_launch_intra(&r, &b); break;
+    case ENTRY_STATE: kdn_two_launch_state(&r, x->c0, x->c1, &b); break;
+    case ENTRY_STATE_NO_CALL: kdn_two_launch_state(NULL, x->c0, x->c1, &b); break;
     case ENTRY_ONE_LAUNCH: kdn_deltanet_one_launch(s, in->q, in->k, in->v, in->g, in->beta, in->state, w->o, w->state_out); break;
     case ENTRY_GATHER: kdn_gather_strided(in->q, ne, st, w->gathered); break;
     case ENTRY_SOLVE: kdn_solve_tri_parallel(in->state, in->v, w->gathered, x->n, 1); break; /* A n x n, B n x 1 */
