@@ -50,14 +50,23 @@ typedef struct {
     const char *key;  /* "name\tvariant", inside the log's text */
     size_t key_len;
     int line;
+    const char *shape; /* its shape column, inside the log's text */
     char status;      /* 'P', 'F', 'S' or 'T' */
     double v[N_JUDGED]; /* the judged columns' values (judged_slot); NAN for n/a or empty */
 } Row;
+
+/* The header lines that say how a log was made, besides its device: two
+ * logs that differ in one compare results of different runs (another
+ * commit is what a comparison is for, so it is not among them), said in the
+ * report (a regression or its absence may be that difference's). */
+static const char *const provenance_keys[] = {"seed", "backend", "target", "host compiler"};
+enum { N_PROVENANCE = sizeof provenance_keys / sizeof provenance_keys[0] };
 
 typedef struct {
     const char *path;
     char *text; /* the whole file, NUL-terminated; keys point into it */
     const char *device;
+    const char *provenance[N_PROVENANCE]; /* NULL: the line is absent */
     Row *rows;
     size_t n;
     size_t *slots; /* hash table of row index + 1 (0: empty), power-of-two size */
@@ -65,6 +74,15 @@ typedef struct {
 } Log;
 
 /* ---- reading ------------------------------------------------------------ */
+
+/* "# KEY\tvalue" of a provenance key: its value kept (the first). */
+static void note_provenance(Log *log, const char *line) {
+    for (int i = 0; i < N_PROVENANCE; i++) {
+        size_t n = strlen(provenance_keys[i]);
+        if (strncmp(line + 2, provenance_keys[i], n) == 0 && line[2 + n] == '\t' && !log->provenance[i])
+            log->provenance[i] = line + 3 + n;
+    }
+}
 
 /* The file as one NUL-terminated string. Only a regular file: a FIFO or a
  * device could block or never end (opened non-blocking to find out). */
@@ -176,6 +194,7 @@ static int parse_row(char *line, Row *r, char *why, size_t size) {
     if (bad) return snprintf(why, size, "%s", bad), -1;
     for (int c = 0; c < N_COLUMNS; c++)
         if (judged_slot[c] >= 0) r->v[judged_slot[c]] = v[c];
+    r->shape = field[COL_SHAPE];
     field[COL_VARIANT][-1] = '\t'; /* the key: name \t variant, full length */
     r->key = field[COL_NAME];
     r->key_len = strlen(r->key);
@@ -291,7 +310,9 @@ static int parse_log(Log *log, size_t len, char *err, size_t size) {
             if (strncmp(line, "# device\t", 9) == 0) {
                 if (log->device) return snprintf(err, size, "%s:%d: a second '# device' line", log->path, lineno), -1;
                 log->device = line + 9;
-            } else if (line[0] != '#') {
+            } else if (line[0] == '#') {
+                note_provenance(log, line);
+            } else {
                 if (!columns_match(line) || !log->device)
                     return snprintf(err, size, "%s:%d: expected the column line after a header with a '# device' line",
                                     log->path, lineno), -1;
@@ -353,6 +374,40 @@ static int judge_row(const Options *o, const Row *a, const Row *b, bool same_dev
     return regressions;
 }
 
+/* A row's shape as it ran: the runner's "(--set does not apply)" on a row
+ * that kept its own is no other shape. */
+static bool same_shape(const char *a, const char *b) {
+    const char *mark = "(--set does not apply)";
+    const char *ma = strstr(a, mark), *mb = strstr(b, mark);
+    size_t la = ma ? (size_t)(ma - a) : strlen(a), lb = mb ? (size_t)(mb - b) : strlen(b);
+    while (la && a[la - 1] == ' ') la--;
+    while (lb && b[lb - 1] == ' ') lb--;
+    return la == lb && strncmp(a, b, la) == 0;
+}
+
+/* What differs between the runs besides the code: header lines, and rows
+ * that ran another shape (the first named). */
+static void note_differences(const Log *old, const Log *cur, FILE *out) {
+    for (int i = 0; i < N_PROVENANCE; i++) {
+        const char *a = old->provenance[i] ? old->provenance[i] : "(none)";
+        const char *b = cur->provenance[i] ? cur->provenance[i] : "(none)";
+        if (strcmp(a, b) != 0)
+            fprintf(out, "note: the logs differ in their %s (%s / %s): results of different runs\n",
+                    provenance_keys[i], a, b);
+    }
+    size_t reshaped = 0;
+    const Row *first = NULL, *first_new = NULL;
+    for (size_t i = 0; i < old->n; i++) {
+        const Row *a = &old->rows[i], *b = find_row(cur, a);
+        if (!b || same_shape(a->shape, b->shape)) continue;
+        if (!reshaped++) first = a, first_new = b;
+    }
+    char name[512];
+    if (reshaped)
+        fprintf(out, "note: %zu row%s ran another shape (first %s: %s / %s)\n", reshaped, reshaped > 1 ? "s" : "",
+                pretty(first, name, sizeof name), first->shape, first_new->shape);
+}
+
 static int judge(const Options *o, const Log *old, const Log *cur, FILE *out) {
     size_t regressions = 0;
     bool same_device = strcmp(old->device, cur->device) == 0;
@@ -375,6 +430,7 @@ static int judge(const Options *o, const Log *old, const Log *cur, FILE *out) {
         regressions += fails;
     }
     if (!same_device) fprintf(out, "note: devices differ (%s / %s): timings not compared\n", old->device, cur->device);
+    note_differences(old, cur, out);
     fprintf(out, "%zu regressions (%zu rows before, %zu now)\n", regressions, old->n, cur->n);
     return regressions ? 1 : 0;
 }

@@ -69,7 +69,9 @@ static int parse_set(const char *arg, Options *o, char *err, size_t size) {
         bool chunk = set_keys[i].offset == offsetof(Shape, chunk);
         if (head_map && (strcmp(val, "tiled") == 0 || strcmp(val, "block") == 0))
             v = strcmp(val, "block") == 0;
-        else if (!parse_int(val, LONG_MIN, LONG_MAX, &v))
+        else if (head_map && !parse_int(val, LONG_MIN, LONG_MAX, &v))
+            return snprintf(err, size, "--set '%s': head_map is tiled or block (or 0, 1), '%s' is neither", arg, val), 2;
+        else if (!head_map && !parse_int(val, LONG_MIN, LONG_MAX, &v))
             return snprintf(err, size, "--set '%s': %s takes a whole number, '%s' is not one (%s is %s)", arg,
                             set_keys[i].key, val, set_keys[i].key, set_keys[i].limit), 2;
         else if (v < set_keys[i].lo || v > set_keys[i].hi || (chunk && v != 32 && v != 64))

@@ -279,7 +279,8 @@ static int output_open(Output *out, const char *path, const char *flag, char *er
     }
     snprintf(out->tmp, sizeof out->tmp, "%s.%ld.tmp", out->path, (long)getpid());
     int fd = open(out->tmp, O_WRONLY | O_CREAT | O_EXCL, 0644);
-    if (fd < 0) return snprintf(err, size, "%s: cannot write '%s': %s", flag, out->tmp, strerror(errno)), 2;
+    /* the user's path named: the temporary file beside it is ours */
+    if (fd < 0) return snprintf(err, size, "%s: cannot write '%s': %s", flag, out->path, strerror(errno)), 2;
     close(fd);
     out->on = true;
     if (write_staged(out, NULL, 0) != 0)

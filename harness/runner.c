@@ -55,9 +55,11 @@ static void print_result(FILE *out, const TestResult *c, bool verbose) {
     if (!c->passed && c->msg[0]) print_indented(out, c->msg);
 }
 
-/* "test i of n: name" on a terminal's stderr, rewritten in place and erased
- * before the test's line; never written to a pipe or a file. */
+/* "test i of n, m:ss so far: name" on a terminal's stderr, rewritten in
+ * place and erased before the test's line; never written to a pipe or a
+ * file (there each test's line, flushed as it ends, is the progress). */
 static bool progress_on;
+static double progress_start;
 
 static double now_seconds(void) {
     struct timespec ts;
@@ -66,7 +68,9 @@ static double now_seconds(void) {
 }
 
 static void progress(int i, int n, const char *name) {
-    if (progress_on) fprintf(stderr, "\rtest %d of %d: %s\033[K", i, n, name);
+    if (!progress_on) return;
+    const int s = (int)(now_seconds() - progress_start);
+    fprintf(stderr, "\rtest %d of %d, %d:%02d so far: %s\033[K", i, n, s / 60, s % 60, name);
 }
 
 static void progress_clear(void) {
@@ -163,6 +167,7 @@ int run_selected(const Options *o, FILE *out, TestResult **results, int *n) {
     int total = 0;
     for (int i = 0; i < registry_count(); i++) total += test_selected(o, registry_get(i));
     progress_on = isatty(fileno(stderr));
+    progress_start = now_seconds();
     for (int i = 0; i < registry_count(); i++) {
         const Test *t = registry_get(i);
         if (!test_selected(o, t)) continue;

@@ -69,6 +69,9 @@ expect 2 "T out of range: T is 1 to 1048576" --set T=0
 expect 2 "chunk out of range: chunk is 32 or 64" --set chunk=48
 expect 2 "n_seqs takes a whole number, 'x' is not one (n_seqs is 1 to 65535)" --set n_seqs=x
 expect 2 "head_map out of range: head_map is tiled or block" --set head_map=2
+# a name that is not a head map is called that, not a number that is not one
+expect 2 "--set 'head_map=diag': head_map is tiled or block (or 0, 1), 'diag' is neither" --set head_map=diag
+grep -q "whole number" "$tmp/err" && fail "--set head_map=diag speaks of a whole number: $(cat "$tmp/err")"
 expect 2 "unknown key" --set foo=1
 
 # limits: memory is refused where it is taken, past --max-mem or the machine
@@ -98,6 +101,20 @@ expect 0 "1 passed, 0 failed" --max-mem 16M --max-seconds 100 --test one_launch_
 # (it was cut as a hang, [FAIL]); tests/test_harness.c plants the hang
 KDN_CPU_TIMEOUT=0.01 expect 0 "1 passed, 0 failed" --set T=64 --set H_k=1 --set H_v=1 --set n_seqs=1 --test recurrent_prompt
 expect 2 "invalid --max-mem '12X'" --max-mem 12X
+# an output that cannot be written names the path given, not the temporary file beside it
+expect 2 "--log: cannot write '$tmp/none/x.tsv': No such file or directory" --log "$tmp/none/x.tsv" --test sigmoid
+grep -q "\.tmp" "$tmp/err" && fail "an unwritable --log names the temporary file: $(cat "$tmp/err")"
+# --compare says when the logs are of different runs: another seed, build or
+# shape (a log of sigmoid, and a copy edited as another run would have written it)
+expect 0 "1 passed, 0 failed" --test sigmoid --log "$tmp/run.tsv"
+tab=$(printf '\t')
+sed -e "s/^# seed$tab.*/# seed${tab}5/" -e "s/^# target$tab.*/# target${tab}gfx906/" -e "s/${tab}n=1024$tab/${tab}n=2048$tab/" \
+    "$tmp/run.tsv" > "$tmp/other.tsv"
+expect 0 "note: the logs differ in their seed ([0-9]* / 5): results of different runs" --compare "$tmp/run.tsv" "$tmp/other.tsv"
+grep -q "note: the logs differ in their target (host-wave64 / gfx906)" "$tmp/out" || fail "--compare: another target unsaid"
+grep -q "note: 1 row ran another shape (first sigmoid (unfused): n=1024 / n=2048)" "$tmp/out" || fail "--compare: another shape unsaid"
+expect 0 "0 regressions" --compare "$tmp/run.tsv" "$tmp/run.tsv"
+grep -q "^note" "$tmp/out" && fail "--compare of a log with itself notes a difference"
 expect 2 "invalid --max-seconds '0'" --max-seconds 0
 expect 2 "--max-mem has no effect with --compare" --compare a b --max-mem 1G
 # --verbose shows the memory each test held at most

@@ -16,6 +16,7 @@
 #   tools/setup/deps.sh installing only what is missing (tests/test_deps.sh),
 #   results/index.tsv naming every file of results/ (tools/report/results_index.py),
 #   no issue numbers or work periods in the tree (make history-check),
+#   the docs' links and README.md's ladder table (tests/docs_check.py),
 #   every #include pointing down the layers, no loop (tests/test_layers.py),
 #   the reference against itself, result logs and reports,
 #   the product kernels under the executor's descending and shuffled
@@ -30,8 +31,9 @@
 #   libkdn.a's exported symbols: the public API only (tests/test_symbols.sh),
 #   the end-to-end tools on hand-made data and stand-in programs (tests/test_e2e_tools.sh),
 #   every phase of the ladder on the CPU build, its log compared with
-#   results/baseline-cpu.tsv (make baseline rewrites it), the ladder's
-#   output printed last.
+#   results/baseline-cpu.tsv (make baseline rewrites it): its lines shown
+#   as its tests end (CI shows them as they come), the comparison, then its
+#   closing line again, last.
 # tests/*.cpp are kernel files: the pattern rule of the Makefile compiles
 # them with $(KCXX) $(KFLAGS) like kernels/*.cpp and phases/kernels/*.cpp.
 UNIT_OBJ := $(filter-out $(BUILD)/harness/main.o,$(HOST_OBJ)) $(LADDER_OBJ) $(KERNEL_OBJ)
@@ -108,12 +110,13 @@ fuzz:
 	@mkdir -p build/fuzz/corpus
 	@build/fuzz/fuzz_gdn_args -max_total_time=$(FUZZ_SECONDS) $(FUZZ_OPTS) build/fuzz/corpus
 
-.PHONY: test-asan test-gfx906 test-schedules test-race mutate history-check check
+.PHONY: test-asan test-gfx906 test-schedules test-race mutate history-check test-history-check check
 # make check: the developer's loop, CPU only, no toolchain beyond gcc and
 # python3 (under 2 minutes on 2 cores once built): the harness's unit tests,
 # the include layers, the planted faults' markers, tools/setup/deps.sh, the results
-# index, the tree's words, the gfx906 simulator's self-test, and the ladder's
-# quick rows against the baseline.
+# index, the tree's words, the gfx906 simulator's self-test, the docs' links
+# and README.md's ladder table (tests/docs_check.py), and the ladder's quick
+# rows against the baseline.
 # make test (CI) runs all of these and everything else.
 check:
 	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_harness
@@ -123,16 +126,23 @@ check:
 	@sh tests/test_deps.sh
 	@$(MAKE) --no-print-directory test-tuning
 	@python3 tools/report/results_index.py --check
-	@$(MAKE) --no-print-directory history-check
+	@$(MAKE) --no-print-directory test-history-check
 	@python3 -m lens selftest
+	@python3 tests/docs_check.py --self-test && python3 tests/docs_check.py build/cpu/test_deltanet
 	@sh tests/quick_ladder.sh build/cpu/test_deltanet build/cpu/quick $(QUICK_TESTS)
 
 # The tree speaks of the project, not of its tracker or its work periods:
-# git grep must find neither (history lives in git).
+# git grep must find neither (history lives in git). Outside a git checkout
+# (an unpacked tarball) there is no tree to ask: it says it skipped.
 HISTORY_WORDS := [Ii][Ss][Ss][Uu][Ee] [0-9]|[Ss][Ee][Ss][Ss][Ii][Oo][Nn] [0-9]
 history-check:
-	@! git grep -n -E '$(HISTORY_WORDS)' -- . || { echo "history-check: the lines above name an issue or a session"; exit 1; }
-	@echo "history-check: no issue numbers or sessions in the tree"
+	@if ! git rev-parse --git-dir >/dev/null 2>&1; then echo "history-check: skipped: not a git checkout"; \
+	elif git grep -n -E '$(HISTORY_WORDS)' -- .; then echo "history-check: the lines above name an issue or a session"; exit 1; \
+	else echo "history-check: no issue numbers or sessions in the tree"; fi
+# ... and outside a checkout (GIT_DIR pointing nowhere) it says so
+test-history-check: history-check
+	@GIT_DIR=$$PWD/build/no-git $(MAKE) --no-print-directory history-check | grep -qx "history-check: skipped: not a git checkout" || \
+	    { echo "history-check: outside a git checkout it did not say it skipped"; exit 1; }
 
 # Every product kernel (two-launch, one-launch, recurrent), the unfused
 # pipeline's barrier kernels and every phase-1 kernel (a fraction of a
@@ -204,8 +214,9 @@ test:
 	@sh tests/test_workflows.sh
 	@sh tests/test_deps.sh
 	@python3 tools/report/results_index.py --check
-	@$(MAKE) --no-print-directory history-check
+	@$(MAKE) --no-print-directory test-history-check
 	@python3 tests/test_layers.py --self-test && python3 tests/test_layers.py
+	@python3 tests/docs_check.py --self-test && python3 tests/docs_check.py build/cpu/test_deltanet
 	@$(MAKE) --no-print-directory BACKEND=cpu test-reference
 	@sh tests/test_install.sh cpu
 	@sh tests/test_symbols.sh cpu
@@ -217,7 +228,22 @@ test:
 	@sh tests/mutate.sh
 	@$(MAKE) --no-print-directory fuzz-quick
 	@$(MAKE) --no-print-directory coverage-quick
-	@build/cpu/test_deltanet --log build/cpu/ladder.tsv > build/cpu/ladder.out 2> build/cpu/ladder.err; rc=$$?; \
+	@echo "ladder: every phase, each test's line as it ends"
+	@{ build/cpu/test_deltanet --log build/cpu/ladder.tsv 2> build/cpu/ladder.err; echo $$? > build/cpu/ladder.rc; } | \
+	     tee build/cpu/ladder.out; rc=$$(cat build/cpu/ladder.rc); \
 	 build/cpu/test_deltanet --compare results/baseline-cpu.tsv build/cpu/ladder.tsv > build/cpu/baseline.out 2>&1; \
-	 crc=$$?; sed 's/^/baseline: /' build/cpu/baseline.out; cat build/cpu/ladder.err build/cpu/ladder.out; \
+	 crc=$$?; sed 's/^/baseline: /' build/cpu/baseline.out; cat build/cpu/ladder.err; tail -n 1 build/cpu/ladder.out; \
 	 [ $$rc = 0 ] && [ $$crc = 0 ]
+
+# tests/kdn_example.c against this backend's libkdn.a, as a caller builds it:
+# `make BACKEND=cpu example` runs anywhere; `make BACKEND=cuda example` is the
+# GPU caller (its own stream, every buffer from its own allocator), run as
+# build/cuda/kdn_example on an NVIDIA GPU; `make example` the same on the MI50.
+EXAMPLE_FLAGS_cpu  :=
+EXAMPLE_FLAGS_cuda := -DKDN_EXAMPLE_CUDA -I$(CUDA_PATH)/include
+EXAMPLE_FLAGS_hip  := -DKDN_EXAMPLE_HIP -D__HIP_PLATFORM_AMD__ $(addprefix -I,$(wildcard $(HIP_PATH)/include))
+.PHONY: example
+example: $(BUILD)/kdn_example
+$(BUILD)/kdn_example: tests/kdn_example.c $(BUILD)/libkdn.a
+	@echo "  CC    $@"
+	@$(LIBS_CC) -std=c11 $(WARN) -Werror $(EXAMPLE_FLAGS_$(BACKEND)) -Ikernels $< $(BUILD)/libkdn.a $(LIB_DEPS) -o $@
