@@ -66,7 +66,7 @@ ifeq ($(BACKEND),hip)
   KFLAGS  := -x hip -std=c++17 --offload-arch=$(GPU_TARGET) -O3 -fPIC -DKDN_BACKEND_HIP -DKDN_TARGET='"$(GPU_TARGET)"' \
              $(WARN) -Werror
   LINK    := $(HIPCC) --offload-arch=$(GPU_TARGET)
-  RUNTIME := kernels/backend/runtime_gpu.cpp
+  RUNTIME := kernels/backend/runtime_gpu.cpp kernels/backend/query_cache.cpp
 else ifeq ($(BACKEND),cuda)
   KCXX    := $(NVCC)
   # -diag-suppress 128: nvcc calls the code after a template-constant early
@@ -75,7 +75,7 @@ else ifeq ($(BACKEND),cuda)
   KFLAGS  := -x cu -std=c++17 -arch=$(CUDA_ARCH) -O3 -lineinfo -DKDN_BACKEND_CUDA -DKDN_TARGET='"$(CUDA_ARCH)"' \
              -Werror all-warnings -diag-suppress 128 -Xcompiler "-fPIC $(WARN) -Werror"
   LINK    := $(NVCC) -arch=$(CUDA_ARCH)
-  RUNTIME := kernels/backend/runtime_gpu.cpp
+  RUNTIME := kernels/backend/runtime_gpu.cpp kernels/backend/query_cache.cpp
 else ifeq ($(BACKEND),cpu)
   KCXX    := $(CXX)
   # stack-clash probes: a frame larger than a fiber's stack hits its guard page;
@@ -83,7 +83,7 @@ else ifeq ($(BACKEND),cpu)
   # can make local (objcopy leaves "unique" globals global)
   KFLAGS  := -x c++ -std=c++17 -O2 -g -fPIC -DKDN_BACKEND_CPU -fstack-clash-protection -fno-gnu-unique $(WARN) -Werror
   LINK    := $(CXX)
-  RUNTIME := kernels/backend/runtime_cpu.cpp kernels/backend/simt_cpu.cpp
+  RUNTIME := kernels/backend/runtime_cpu.cpp kernels/backend/simt_cpu.cpp kernels/backend/query_cache.cpp
 else
   $(error BACKEND must be hip, cuda or cpu (got '$(BACKEND)'))
 endif

@@ -140,12 +140,13 @@ typedef struct {
     double max_diff_growth;            /* --max-diff-growth (default 2) */
     double time_threshold_pct;         /* --time-threshold (default 10) */
     const char *dump_dir, *load_dir;   /* --dump DIR, --load DIR */
-    double max_mem;                    /* --max-mem: bytes of host, and of device, memory per test */
+    double max_mem;                    /* --max-mem: bytes of host, and of device, memory per test (0: the default) */
     double max_seconds;                /* --max-seconds: estimated seconds per test */
     Shape set;                         /* --set KEY=VALUE overrides ... */
     unsigned set_fields;               /* ... of these fields (bit per SET_* key) */
 } Options;
 #define DEFAULT_SEED 20261122u
+/* --max-mem's default: 16 GiB, or the device's memory where that is larger (memory_limits) */
 #define DEFAULT_MAX_MEM (16.0 * 1024 * 1024 * 1024)
 #define DEFAULT_MAX_SECONDS 3600.0
 /* 0 on success; otherwise writes a message into err and returns the exit

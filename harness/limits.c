@@ -36,8 +36,13 @@ void format_seconds(double s, char *out, size_t size) {
         snprintf(out, size, "%.0f s", s);
 }
 
+/* max_mem 0: the default, DEFAULT_MAX_MEM or the device's memory where that
+ * is larger, so that a GPU with the memory runs every test; the machine's
+ * memory (physical, ulimits, the device's) stays a limit either way. */
 MemoryLimits memory_limits(double max_mem) {
-    MemoryLimits m = {max_mem, 1e300, "physical memory", (double)kdn_device_memory()};
+    const double device = (double)kdn_device_memory();
+    if (max_mem <= 0.0) max_mem = device > DEFAULT_MAX_MEM ? device : DEFAULT_MAX_MEM;
+    MemoryLimits m = {max_mem, 1e300, "physical memory", device};
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     if (pages > 0 && page > 0) m.host_room = (double)pages * (double)page;
     double mapped = 0.0;

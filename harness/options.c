@@ -267,7 +267,7 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
     o->seed = DEFAULT_SEED;
     o->max_diff_growth = 2.0;
     o->time_threshold_pct = 10.0;
-    o->max_mem = DEFAULT_MAX_MEM;
+    o->max_mem = 0.0; /* the default, sized from the device by memory_limits */
     o->max_seconds = DEFAULT_MAX_SECONDS;
     optind = 1;
     opterr = 0;

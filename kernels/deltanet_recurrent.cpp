@@ -354,8 +354,9 @@ static dim3 grid_of(const KdnLayerCall *c, int cols) {
 template <int R, bool kFull, bool kVec>
 static bool prompt_two_cols(const KdnLayerCall *c) {
     // gfx906_per_cu 4: the one-column kernel at D_k = 128 has 56 VGPRs, 4 waves
-    // per SIMD, workgroups of 4 waves (the ISA gate holds it to that)
-    static const int round =
+    // per SIMD, workgroups of 4 waves (the ISA gate holds it to that); the
+    // runtime's answer is kept per device (query_cache.h)
+    const int round =
         KDN_ROUND_WORKGROUPS((kernel_deltanet_recurrent<R, kFull, false, false, kVec, true, 1>), kBlock, 4);
     const dim3 g = grid_of(c, 1);
     return round <= 0 || (long)g.x * g.y * g.z > round;

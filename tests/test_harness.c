@@ -586,7 +586,11 @@ static void test_limits(void) {
 
     Options o;
     char err[256];
-    CHECK(parse(&o, err, NULL, NULL, NULL) == 0 && o.max_mem == DEFAULT_MAX_MEM && o.max_seconds == DEFAULT_MAX_SECONDS);
+    CHECK(parse(&o, err, NULL, NULL, NULL) == 0 && o.max_mem == 0.0 && o.max_seconds == DEFAULT_MAX_SECONDS);
+    /* the default (0): 16 GiB, or the device's memory where larger; a size given is kept */
+    const double device = (double)kdn_device_memory(), dflt = memory_limits(0.0).max_mem;
+    CHECK(dflt >= DEFAULT_MAX_MEM && dflt >= device && (dflt == DEFAULT_MAX_MEM || dflt == device));
+    CHECK(memory_limits(2048.0).max_mem == 2048.0);
     CHECK(parse(&o, err, "--max-mem", "1e30", NULL) == 2 && parse(&o, err, "--max-mem", "1000000G", NULL) == 0);
     CHECK(parse(&o, err, "--max-mem", "2K", NULL) == 0 && o.max_mem == 2048);
     CHECK(parse(&o, err, "--max-seconds", "-1", NULL) == 2 && parse(&o, err, "--max-mem", "0", NULL) == 2);

@@ -14,10 +14,16 @@
  *             alternate signal stack and its ITIMER_VIRTUAL are as it set
  *             them after every call, a SIGVTALRM sent to the launching thread
  *             during a launch reaches the program's handler, and a stray one
- *             after the calls re-arms nothing.
+ *             after the calls re-arms nothing;
+ *   caches    the runtime answers the launchers keep (query_cache.h) are
+ *             kept per device, kernel and argument, asked once per key from
+ *             many threads at once, not kept when the query failed, and still
+ *             right once the table is full (a stand-in query in place of the
+ *             runtime's, so the CPU build checks the keying of every build).
  * Exit 0 when every check passed, 1 otherwise (each failure printed). */
 #define _GNU_SOURCE
 #include "../kernels/gated_delta_net.h"
+#include "../kernels/backend/query_cache.h"
 #include "../kernels/kdn.h"
 
 #include <math.h>
@@ -427,6 +433,55 @@ static void test_signals_during_launch(void) {
     free_case(&c);
 }
 
+/* ---- caches -------------------------------------------------------------- */
+static int query_calls; /* the stand-in query runs under the cache's lock */
+static int answer_of(const void *kernel, int device, int arg) {
+    return (int)((uintptr_t)kernel % 977) * 100000 + device * 1000 + arg;
+}
+static int stand_in_query(const void *kernel, int device, int arg) {
+    query_calls++;
+    return device == 7 ? -1 : answer_of(kernel, device, arg); /* device 7: the runtime cannot say */
+}
+static const char kernels_a[64]; /* distinct addresses stand for distinct kernels */
+static KdnQueryCache shared_cache = KDN_QUERY_CACHE_INIT;
+enum { CACHE_KEYS = 16, CACHE_LOOKUPS = 2000 };
+static void *cache_lookups(void *arg) {
+    long bad = 0;
+    for (int i = 0; i < CACHE_LOOKUPS; i++) {
+        const int key = (i + (int)(intptr_t)arg) % CACHE_KEYS;
+        const void *kernel = &kernels_a[key % 4];
+        bad += kdn_cached_query(&shared_cache, kernel, key / 4, 64, stand_in_query) != answer_of(kernel, key / 4, 64);
+    }
+    return (void *)bad;
+}
+
+static void test_query_cache(void) {
+    KdnQueryCache c = KDN_QUERY_CACHE_INIT;
+    const void *k1 = &kernels_a[0], *k2 = &kernels_a[1];
+    const struct { const void *kernel; int device, arg; } keys[] = {{k1, 0, 0}, {k1, 1, 0}, {k2, 0, 0}, {k1, 0, 256}};
+    query_calls = 0;
+    for (int round = 0; round < 2; round++)
+        for (int i = 0; i < 4; i++)
+            CHECK(kdn_cached_query(&c, keys[i].kernel, keys[i].device, keys[i].arg, stand_in_query) ==
+                  answer_of(keys[i].kernel, keys[i].device, keys[i].arg));
+    CHECK(query_calls == 4); /* each key asked once, each answered its own */
+    CHECK(kdn_cached_query(&c, k1, 7, 0, stand_in_query) == -1);
+    CHECK(kdn_cached_query(&c, k1, 7, 0, stand_in_query) == -1 && query_calls == 6); /* a failure is asked again */
+    for (int i = 0; i < 2 * KDN_QUERY_CACHE_SLOTS; i++) /* past a full table: still each key's own answer */
+        CHECK(kdn_cached_query(&c, &kernels_a[i % 64], i / 64 + 2, i, stand_in_query) ==
+              answer_of(&kernels_a[i % 64], i / 64 + 2, i));
+    pthread_t t[N_THREADS];
+    query_calls = 0;
+    for (int i = 0; i < N_THREADS; i++) pthread_create(&t[i], NULL, cache_lookups, (void *)(intptr_t)i);
+    long bad = 0;
+    for (int i = 0; i < N_THREADS; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        bad += (long)r;
+    }
+    CHECK(bad == 0 && query_calls == CACHE_KEYS); /* many threads: every answer right, each key asked once */
+}
+
 int main(void) {
     char why[256];
     if (kdn_init(why, sizeof why) != 0) {
@@ -435,6 +490,7 @@ int main(void) {
     }
     const int cpu = strcmp(kdn_gdn_backend(), "cpu") == 0;
     alarm(600); /* a hang (threads sharing state, a lost wake-up) fails the test instead of stalling make test */
+    test_query_cache();
     install_program_state();
     const SignalState program = signal_state();
     test_threads();
@@ -454,7 +510,8 @@ int main(void) {
     CHECK(vtalrm_seen == 1 && same_signal_state(&program, &now, "after a stray SIGVTALRM"));
     if (failures) return 1;
     printf("test_threads (%s): %d host threads x %d calls x %d rounds equal to single-threaded runs; %spending "
-           "errors reported by their own calls; the program's signal state kept\n", kdn_gdn_backend(), N_THREADS,
+           "errors reported by their own calls; the program's signal state kept; runtime answers "
+           "cached per device and kernel\n", kdn_gdn_backend(), N_THREADS,
            CALLS, ROUNDS, cpu ? "settings, time limit and " : "");
     return 0;
 }

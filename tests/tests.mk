@@ -62,6 +62,16 @@ test-tuning:
 	@build/cpu/test_tuning
 	@sh tests/test_tune.sh build/cpu/kdn_tune
 
+# libkdn under stream capture, replayed, and on two streams (tests/test_graph.c): a C caller of
+# libkdn.a with the GPU runtime's C API for the capture. The CPU build's binary only says it is skipped
+# (no stream to capture); make test-gfx906 compiles the HIP one; GPU machines run it (docs/ci.md).
+GRAPH_FLAGS_cpu  := -DKDN_BACKEND_CPU
+GRAPH_FLAGS_cuda := -DKDN_BACKEND_CUDA -I$(CUDA_PATH)/include
+GRAPH_FLAGS_hip  := -DKDN_BACKEND_HIP -D__HIP_PLATFORM_AMD__ $(addprefix -I,$(wildcard $(HIP_PATH)/include))
+$(BUILD)/test_graph: tests/test_graph.c $(BUILD)/libkdn.a
+	@echo "  CC    $@"
+	@$(LIBS_CC) $(CFLAGS) $(GRAPH_FLAGS_$(BACKEND)) $< $(BUILD)/libkdn.a $(LIB_DEPS) -o $@
+
 # The product's objects and main with phase 1 replaced by a table whose
 # second test fails: tests/cli.sh proves exit status 1 with it.
 FAILING_OBJ := $(filter-out $(BUILD)/phases/phase1_elementwise.o,$(HOST_OBJ)) $(LADDER_OBJ) $(KERNEL_OBJ)

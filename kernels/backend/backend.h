@@ -143,8 +143,8 @@ __device__ __forceinline__ void kdn_release_next_grid() {
     asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
-// 1 when the library's kernels carry the wait (PTX of sm_90 or later, asked
-// of the runtime once: every kernel is built for the same targets).
+// 1 when `kernel`, as loaded on the current device, carries the wait (PTX of
+// sm_90 or later; asked of the runtime once per device and kernel).
 int kdn_pdl_capable(const void *kernel);
 template <typename... Params, typename... Args>
 static inline cudaError_t kdn_launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shmem,
@@ -195,7 +195,8 @@ void kdn_note_runtime_call(const char *what, const char *kernel, gpuError_t code
 
 // How many workgroups of `threads` threads one round of `kernel` runs at once
 // on the current device: its multiprocessors (CUs, SMs) times the kernel's
-// occupancy, asked of the runtime (0 when it cannot say). The CPU executor has
+// occupancy, asked of the runtime once per device, kernel and block size
+// (0 when it cannot say). The CPU executor has
 // neither and reports the MI50's, 60 CUs x gfx906_per_cu (the kernel's
 // workgroups per CU on gfx906, which lens/static.py's gate holds it to),
 // so that make test runs the grids an MI50 runs.

@@ -15,6 +15,7 @@
 // shows as a pending error or as the launch's failure. hipErrorNotReady /
 // cudaErrorNotReady (an event or stream query's "not yet") is not an error.
 #include "backend.h"
+#include "query_cache.h"
 #include "runtime.h"
 
 #include <stdio.h>
@@ -74,27 +75,48 @@ void *kdn_set_stream(void *stream) {
     return previous;
 }
 
-int kdn_round_workgroups(const void *kernel, int threads) {
-    int dev = 0, mps = 0, per_mp = 0;
-    if (gpuGetDevice(&dev) != gpuSuccess || gpuDeviceGetAttribute(&mps, gpuDevAttrMultiProcessorCount, dev) != gpuSuccess ||
+// The device the calling host thread launches on (-1: the runtime cannot say).
+static int current_device(void) {
+    int dev = -1;
+    if (gpuGetDevice(&dev) == gpuSuccess) return dev;
+    (void)gpuGetLastError(); // not a launch error: the next launch must not report it
+    return -1;
+}
+
+// Queries of the runtime, failures answered -1 (then asked again next time).
+// Not launch errors: each failed query's own error is taken, so that no later check sees it.
+static int query_round(const void *kernel, int dev, int threads) {
+    int mps = 0, per_mp = 0;
+    if (gpuDeviceGetAttribute(&mps, gpuDevAttrMultiProcessorCount, dev) != gpuSuccess ||
         gpuOccupancyMaxActiveBlocksPerMultiprocessor(&per_mp, kernel, threads, 0) != gpuSuccess) {
-        // Not a launch error (the launchers then size the grid without the
-        // round): the query's own error, taken so that no later check sees it.
         (void)gpuGetLastError();
-        return 0;
+        return -1;
     }
     return mps * per_mp;
 }
 
+static KdnQueryCache rounds = KDN_QUERY_CACHE_INIT;
+
+int kdn_round_workgroups(const void *kernel, int threads) {
+    const int dev = current_device();
+    const int n = dev < 0 ? -1 : kdn_cached_query(&rounds, kernel, dev, threads, query_round);
+    return n < 0 ? 0 : n; // 0: the launchers then size the grid without the round
+}
+
 #if defined(KDN_BACKEND_CUDA)
+static int query_pdl(const void *kernel, int dev, int unused) {
+    (void)dev, (void)unused; // cudaFuncGetAttributes answers for the current device, the one keyed
+    cudaFuncAttributes a;
+    if (cudaFuncGetAttributes(&a, kernel) == cudaSuccess) return a.ptxVersion >= 90 ? 1 : 0;
+    (void)cudaGetLastError();
+    return -1;
+}
+
+static KdnQueryCache pdl = KDN_QUERY_CACHE_INIT;
+
 int kdn_pdl_capable(const void *kernel) {
-    static const int capable = [kernel] {
-        cudaFuncAttributes a;
-        if (cudaFuncGetAttributes(&a, kernel) == cudaSuccess) return a.ptxVersion >= 90 ? 1 : 0;
-        (void)cudaGetLastError(); // not a launch error: the next launch must not report it
-        return 0;
-    }();
-    return capable;
+    const int dev = current_device();
+    return dev >= 0 && kdn_cached_query(&pdl, kernel, dev, 0, query_pdl) == 1;
 }
 #endif
 
