@@ -240,9 +240,9 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnLayerC
     float S[kCols][R];
     // Everything above is arithmetic on the call: on CUDA it overlaps the
     // previous kernel's tail (programmatic dependent launch, KDN_LAUNCH_PDL);
-    // no memory is touched before this wait.
+    // no memory is touched before this wait. The next kernel is not let in
+    // early (backend.h says why): it starts as this one ends.
     kdn_wait_prior_grid();
-    kdn_release_next_grid();
     for (int i = 0; i < kCols; i++) load_rows<R, kFull, kVec>(state_in + s_off + (size_t)dv[i] * D_k, n_rows, S[i]);
 
     TokenPtrs p;

@@ -262,13 +262,15 @@ static kdn_status check_pointers_and_options(const kdn_gdn_call *c) {
  * large is a wrapped negative one or garbage). */
 static const uint64_t kMaxViewBytes = (uint64_t)1 << 48;
 
-/* end stays below kMaxViewBytes: steps * nb > room is exactly nb > room / steps. */
+/* end stays below kMaxViewBytes: a dimension's span steps * nb is taken
+ * only when it neither overflows nor passes the room left (no division:
+ * every call checks six views, decode's host time counts). */
 static uint64_t view_bytes(const kdn_tensor *t) {
     uint64_t end = sizeof(float);
     for (int d = 0; d < 4; d++) {
-        uint64_t steps = (uint64_t)(t->ne[d] - 1), room = kMaxViewBytes - 1 - end;
-        if (steps && t->nb[d] > room / steps) return 0;
-        end += steps * t->nb[d];
+        uint64_t steps = (uint64_t)(t->ne[d] - 1), room = kMaxViewBytes - 1 - end, span;
+        if (__builtin_mul_overflow(steps, (uint64_t)t->nb[d], &span) || span > room) return 0;
+        end += span;
     }
     return end;
 }
@@ -279,12 +281,12 @@ static int view_fits(const kdn_tensor *t) {
     return bytes != 0 && (uintptr_t)t->data <= UINTPTR_MAX - bytes;
 }
 
-/* Elements < 2^31 (INT_MAX at most): ne[d] > INT_MAX / elements is exactly
- * elements * ne[d] > INT_MAX. */
+/* Elements < 2^31 (INT_MAX at most): elements stays <= INT_MAX, so with
+ * ne[d] <= INT_MAX the product fits in 64 bits (no division). */
 static kdn_status check_tensor(const kdn_tensor *t) {
     int64_t elements = 1;
     for (int d = 0; d < 4; d++) {
-        if (t->ne[d] < 1 || t->ne[d] > INT_MAX / elements) return KDN_ERR_UNSUPPORTED_SHAPE;
+        if (t->ne[d] < 1 || t->ne[d] > INT_MAX || elements * t->ne[d] > INT_MAX) return KDN_ERR_UNSUPPORTED_SHAPE;
         elements *= t->ne[d];
     }
     if (t->nb[0] != sizeof(float)) return KDN_ERR_ROW_STRIDE;

@@ -30,6 +30,9 @@
 #   make install + a C caller built with pkg-config (tests/test_install.sh),
 #   libkdn.a's exported symbols: the public API only (tests/test_symbols.sh),
 #   the end-to-end tools on hand-made data and stand-in programs (tests/test_e2e_tools.sh),
+#   every other script of tools/ and integration/ parsing its arguments, and a tiny case where one runs
+#   without a GPU (tests/test_tool_smokes.sh),
+#   the graph-capture test's skip on the CPU build (tests/test_graph.c; make test-gfx906 compiles it for HIP),
 #   every phase of the ladder on the CPU build, its log compared with
 #   results/baseline-cpu.tsv (make baseline rewrites it): its lines shown
 #   as its tests end (CI shows them as they come), the comparison, then its
@@ -206,7 +209,8 @@ GFX906_CHECKS = $(MAKE) --no-print-directory BACKEND=hip TOOLCHAIN=$(1) build/hi
 	CC=$(2) sh tests/test_symbols.sh hip $(1)
 test-gfx906:
 	@python3 -m lens selftest
-	@if command -v $(HOST_HIPCC) >/dev/null 2>&1; then $(call GFX906_CHECKS,host,$(CC)); \
+	@if command -v $(HOST_HIPCC) >/dev/null 2>&1; then $(call GFX906_CHECKS,host,$(CC)) && \
+	    $(MAKE) --no-print-directory BACKEND=hip build/hip/test_graph; \
 	else echo "hipcc not found: gfx906 build with the host's toolchain skipped"; fi
 	@if [ "$(TOOLCHAIN)" = rocm6 ]; then $(call GFX906_CHECKS,rocm6,build/rocm6/bin/cc); fi
 
@@ -231,6 +235,8 @@ test:
 	@sh tests/test_install.sh cpu
 	@sh tests/test_symbols.sh cpu
 	@sh tests/test_e2e_tools.sh
+	@sh tests/test_tool_smokes.sh build/cpu/test_deltanet
+	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_graph && { build/cpu/test_graph; [ $$? = 77 ]; }
 	@$(MAKE) --no-print-directory BACKEND=cpu test-report
 	@$(MAKE) --no-print-directory BACKEND=cpu test-schedules
 	@$(MAKE) --no-print-directory BACKEND=cpu test-race

@@ -6,10 +6,12 @@
 # runs fusion_check.cpp (the op fused with the copy of its snapshots into a cache, which test-backend-ops never
 # builds) both ways.
 #
-#   integration/llama.cpp/check_on_gpu.sh [--backend cuda|hip] [--target T] [--prefix DIR]
-#                                         [--build-only | --skip-build] LLAMA_OR_GGML_DIR OUTDIR
+#   integration/llama.cpp/check_on_gpu.sh [--backend cuda|hip] [--target T] [--prefix DIR] [--rounds N]
+#                                         [--build-only | --skip-build | --dry-run] LLAMA_OR_GGML_DIR OUTDIR
 # OUTDIR gets: lib.log build.log test.txt perf.txt (every run, each after a '### mode name: command' line) and
-# perf-compare.tsv
+# perf-compare.tsv (--rounds N: the perf runs N times over, alternating their order each round, each case's
+# median over the rounds: test-backend-ops' decode cases move by 20 % between processes; --dry-run: the
+# arguments checked and the commands printed, nothing built or run)
 # (--build-only: stop after the build; --skip-build: only the runs, on a build that is already there -- so other
 # GPU work can share the build's time but not the timed runs). The CUDA build turns ggml's FlashAttention
 # kernels and NCCL off to cut the compile time; neither touches GATED_DELTA_NET.
@@ -18,7 +20,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-backend=cuda target="" prefix=/tmp/kdn-prefix skip_build=0 build_only=0
+backend=cuda target="" prefix=/tmp/kdn-prefix skip_build=0 build_only=0 rounds=1 dry_run=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --backend)    backend=${2:?}; shift 2 ;;
@@ -26,11 +28,14 @@ while [ $# -gt 0 ]; do
         --prefix)     prefix=${2:?}; shift 2 ;;
         --skip-build) skip_build=1; shift ;;
         --build-only) build_only=1; shift ;;
+        --rounds)     rounds=${2:?}; shift 2 ;;
+        --dry-run)    dry_run=1; shift ;;
         -*)           echo "check_on_gpu.sh: unknown option $1" >&2; exit 2 ;;
         *)            break ;;
     esac
 done
-[ $# -eq 2 ] || { sed -n '7,8p' "${BASH_SOURCE[0]}" | sed 's/^# //'; exit 2; }
+[ $# -eq 2 ] || { sed -n '/^#   integration/,/OUTDIR$/p' "${BASH_SOURCE[0]}" | sed 's/^# //'; exit 2; }
+case "$rounds" in ''|*[!0-9]*|0) echo "check_on_gpu.sh: --rounds takes a whole number >= 1" >&2; exit 2 ;; esac
 src=$1 out=$2
 mkdir -p "$out" || exit 2
 build="$src/build-kdn-$backend"
@@ -41,6 +46,11 @@ case "$backend" in
     *)    echo "check_on_gpu.sh: --backend must be cuda or hip" >&2; exit 2 ;;
 esac
 step() { echo "check_on_gpu.sh: $*"; }
+if [ "$dry_run" = 1 ]; then
+    step "would build libkdn ($backend, $make_target) into $prefix, patch and build $src in $build, then run" \
+         "test-backend-ops test and perf (x$rounds) -o GATED_DELTA_NET -b $device and fusion_check $device into $out"
+    exit 0
+fi
 
 if [ "$skip_build" = 0 ]; then
     step "libkdn ($backend, $make_target) -> $prefix"
@@ -73,9 +83,17 @@ test_runs="kdn:GGML_KDN_DISABLE=0 stock:GGML_KDN_DISABLE=1"
 perf_runs=$test_runs
 [ "$backend" = cuda ] && perf_runs="$perf_runs kdn-nopdl:GGML_KDN_DISABLE=0,GGML_CUDA_PDL=0 stock-nopdl:GGML_KDN_DISABLE=1,GGML_CUDA_PDL=0"
 status=0
-for mode in test perf; do
-    : > "$out/$mode.txt"
-    runs=$test_runs; [ "$mode" = perf ] && runs=$perf_runs
+: > "$out/test.txt"
+: > "$out/perf.txt"
+# test once; perf $rounds times, every other round in reverse order
+reverse() { local r=""; for w in "$@"; do r="$w $r"; done; echo "$r"; }
+plan="test:$test_runs"
+for ((r = 1; r <= rounds; r++)); do
+    if ((r % 2)); then plan="$plan|perf:$perf_runs"; else plan="$plan|perf:$(reverse $perf_runs)"; fi
+done
+IFS='|' read -r -a passes <<< "$plan"
+for pass in "${passes[@]}"; do
+    mode=${pass%%:*} runs=${pass#*:}
     for run in $runs; do
         name=${run%%:*} env_list=${run#*:}
         echo "### $mode $name: ${env_list//,/ } $tbo $mode -o GATED_DELTA_NET -b $device" >> "$out/$mode.txt"
@@ -101,21 +119,8 @@ for run in $test_runs; do
 done
 rm -f "$out/run.txt"
 
-# One row per perf case: the microseconds per run of each perf run, and ggml's time over libkdn's (with and
-# without PDL): above 1 libkdn is faster.
-awk -F' - ' '
-    /^### perf / { split($0, w, " "); run = w[3]; sub(/:$/, "", run); runs[++nr] = run; next }
-    / us\/run/ { name = $1; sub(/^ */, "", name); sub(/: .*/, "", name)
-                 us = $2; sub(/ *us\/run.*/, "", us); gsub(/ /, "", us)
-                 t[name, run] = us; if (!(name in seen)) { seen[name] = 1; order[++n] = name } }
-    function ratio(a, b) { return (a > 0 && b > 0) ? sprintf("%.2f", a / b) : "-" }
-    END { printf "case"; for (i = 1; i <= nr; i++) printf "\t%s_us", runs[i]
-          printf "\tstock/kdn"; if (nr > 2) printf "\tstock/kdn_nopdl"; printf "\n"
-          for (j = 1; j <= n; j++) { c = order[j]; printf "%s", c
-              for (i = 1; i <= nr; i++) printf "\t%s", t[c, runs[i]]
-              printf "\t%s", ratio(t[c, "stock"], t[c, "kdn"])
-              if (nr > 2) printf "\t%s", ratio(t[c, "stock-nopdl"], t[c, "kdn-nopdl"])
-              printf "\n" } }
-' "$out/perf.txt" > "$out/perf-compare.tsv"
+# One row per perf case (perf_table.awk): each run's microseconds per op, the median over the rounds, and
+# ggml's time over libkdn's (with and without PDL): above 1 libkdn is faster.
+awk -F' - ' -f "$here/perf_table.awk" "$out/perf.txt" > "$out/perf-compare.tsv"
 cat "$out/perf-compare.tsv"
 exit $status

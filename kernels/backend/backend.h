@@ -128,19 +128,19 @@ extern thread_local void *kdn_launch_stream;
 // launch and its arithmetic on the call overlap that kernel's tail, as
 // ggml's CUDA kernels do (a decode step is mostly such latency). The kernel
 // must call kdn_wait_prior_grid() before it touches memory (it then sees
-// everything the previous kernel wrote), and calls kdn_release_next_grid()
-// to let the next such kernel start early in turn. On HIP, the CPU executor
-// and CUDA code built for an older target it is KDN_LAUNCH and the two calls
-// do nothing.
+// everything the previous kernel wrote). It does not let the next kernel in
+// early (griddepcontrol.launch_dependents), as ggml's own Gated Delta-Net
+// kernel does not: ggml's element-wise kernels let their own successor in at
+// once, and behind an early release here such a kernel was let in while this
+// one still ran; a replayed graph of decode calls each followed by one took
+// 2.97 us per pair with the release, 2.45 without it, ggml's kernel 2.91
+// (H200, results/h200-pdl-decode-ref.tsv, graph method). On HIP, the CPU
+// executor and CUDA code built for an older target it is KDN_LAUNCH and the
+// wait does nothing.
 #if defined(KDN_BACKEND_CUDA)
 __device__ __forceinline__ void kdn_wait_prior_grid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     asm volatile("griddepcontrol.wait;" ::: "memory");
-#endif
-}
-__device__ __forceinline__ void kdn_release_next_grid() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 #endif
 }
 // 1 when `kernel`, as loaded on the current device, carries the wait (PTX of
@@ -170,7 +170,6 @@ static inline cudaError_t kdn_launch_pdl(void (*kernel)(Params...), dim3 grid, d
     } while (0)
 #else
 __device__ __forceinline__ void kdn_wait_prior_grid() {}
-__device__ __forceinline__ void kdn_release_next_grid() {}
 #define KDN_LAUNCH_PDL KDN_LAUNCH
 #endif
 

@@ -195,7 +195,8 @@ int kdn_download(void *dst, const void *src, size_t bytes) {
 
 kdn_fault kdn_take_fault(char *msg, size_t msg_size) {
     const kdn_fault kind = fault.kind;
-    if (msg_size) snprintf(msg, msg_size, "%s", kind != KDN_FAULT_NONE ? fault.msg : "");
+    if (msg_size && kind == KDN_FAULT_NONE) msg[0] = 0; // every call takes: no formatting on its way
+    else if (msg_size) snprintf(msg, msg_size, "%s", fault.msg);
     fault.kind = KDN_FAULT_NONE;
     return kind;
 }

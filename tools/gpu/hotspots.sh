@@ -6,6 +6,8 @@
 # saved profile.ncu-rep). Run on a GPU machine.
 # usage: tools/gpu/hotspots.sh TEST REGEX [OUTDIR] [test_deltanet binary]
 set -euo pipefail
+[ $# -ge 2 ] || { sed -n '7p' "$0" | sed 's/^# //'; exit 2; }
+command -v ncu > /dev/null || { echo "hotspots.sh: needs Nsight Compute's ncu on PATH (a CUDA machine)" >&2; exit 77; }
 test=$1 regex=$2 out=${3:-hotspots} bin=${4:-build/cuda/test_deltanet}
 mkdir -p "$out"
 ncu --set full --import-source yes -k "regex:$regex" -c 2 -f -o "$out/profile" "$bin" --test "$test" > "$out/ncu.log" 2>&1
