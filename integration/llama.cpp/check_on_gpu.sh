@@ -102,7 +102,7 @@ for pass in "${passes[@]}"; do
             > "$out/run.txt"
         rc=${PIPESTATUS[0]}
         cat "$out/run.txt" >> "$out/$mode.txt"
-        step "$mode $name: exit $rc, $(grep -c ': OK$' "$out/run.txt") cases OK, $(grep -c 'FAIL' "$out/run.txt")" \
+        step "$mode $name: exit $rc, $(grep -c '^ *[A-Z_]*(.*): OK$' "$out/run.txt") cases OK, $(grep -c 'FAIL' "$out/run.txt")" \
              "FAIL lines, $(grep -c ' us/run' "$out/run.txt") timed"
         [ "$mode" = test ] && [ "$rc" != 0 ] && status=1
     done
