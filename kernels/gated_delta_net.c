@@ -474,20 +474,25 @@ kdn_status kdn_gdn_chosen_path(const kdn_gdn_call *call, kdn_path *path) {
 }
 
 /* ---- running -------------------------------------------------------------- */
-/* The chunked path: each view copied into the workspace (one launch each)
- * and read from there as a contiguous tensor; the per-chunk buffers after. */
+/* The chunked path: each view but v copied into the workspace (one launch
+ * each) unless it is contiguous already, then read as a contiguous tensor;
+ * the per-chunk buffers after. A view read in place takes the dense strides
+ * too: the stride of a dimension of size 1 is free in a contiguous view and
+ * the kernels check for the dense one. */
 static void stage_views(const kdn_gdn_call *c, Plan *p, void *workspace, KdnChunkBuffers *b) {
     float *at = (float *)(((uintptr_t)workspace + 255) / 256 * 256);
     KdnLayerCall *l = &p->call;
     KdnLayerCall dense = kdn_layer_contiguous(&l->s, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
     for (int i = 0; i < N_VIEWS; i++) {
+        if (i == VIEW_V) continue; /* read as any view (kdn.h) */
         size_t floats = staged_floats(p, i);
-        if (floats == 0) continue;
-        const kdn_tensor *t = inputs(c, i);
-        float *to = take(&at, floats);
-        long ne[4] = {(long)t->ne[0], (long)t->ne[1], (long)t->ne[2], (long)t->ne[3]};
-        kdn_gather_strided(t->data, ne, view_strides(l, i), to);
-        *view_data(l, i) = to;
+        if (floats > 0) {
+            const kdn_tensor *t = inputs(c, i);
+            float *to = take(&at, floats);
+            long ne[4] = {(long)t->ne[0], (long)t->ne[1], (long)t->ne[2], (long)t->ne[3]};
+            kdn_gather_strided(t->data, ne, view_strides(l, i), to);
+            *view_data(l, i) = to;
+        }
         memcpy(view_strides(l, i), view_strides(&dense, i), 3 * sizeof(long));
     }
     kdn_chunk_buffers_carve(at, &l->s, b);

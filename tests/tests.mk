@@ -90,8 +90,10 @@ include tests/coverage.mk
 # libFuzzer over kdn_gated_delta_net's argument checks (tests/fuzz_gdn_args.c,
 # docs/ci.md): the target and the entry point's checks (kernels/gated_delta_net.c)
 # built by clang with libFuzzer's coverage and UBSan, the kernels and their
-# executor the CPU build's objects. make test runs fuzz-quick (FUZZ_RUNS inputs
-# from a fixed seed); make fuzz runs for FUZZ_SECONDS with a corpus kept in
+# executor the CPU build's objects. make test runs fuzz-quick (the inputs of
+# tests/fuzz_seeds, calls that once broke the contract, then FUZZ_RUNS inputs
+# from a fixed seed; what it finds goes to build/fuzz/quick-corpus, never to
+# the tree); make fuzz runs for FUZZ_SECONDS with a corpus kept in
 # build/fuzz/corpus. Skipped, with a line saying so, where clang is missing.
 FUZZ_CC      ?= $(firstword $(foreach c,clang-15 clang,$(if $(shell command -v $(c) 2>/dev/null),$(c))))
 FUZZ_CFLAGS  := -std=c11 -O1 -g $(WARN) -Werror -fsanitize=fuzzer-no-link,undefined -fno-sanitize-recover=undefined
@@ -115,13 +117,15 @@ build/fuzz/fuzz_gdn_args: $(FUZZ_OBJ)
 fuzz-quick:
 	@if [ -z "$(FUZZ_CC)" ]; then echo "clang not found: the argument fuzzer skipped"; exit 0; fi; \
 	 $(MAKE) --no-print-directory BACKEND=cpu build/fuzz/fuzz_gdn_args && \
-	 build/fuzz/fuzz_gdn_args -seed=1 -runs=$(FUZZ_RUNS) $(FUZZ_OPTS) > build/fuzz/quick.log 2>&1 || \
+	 rm -rf build/fuzz/quick-corpus && mkdir -p build/fuzz/quick-corpus && \
+	 build/fuzz/fuzz_gdn_args -seed=1 -runs=$(FUZZ_RUNS) $(FUZZ_OPTS) build/fuzz/quick-corpus tests/fuzz_seeds \
+	   > build/fuzz/quick.log 2>&1 || \
 	 { tail -n 40 build/fuzz/quick.log; exit 1; }; \
 	 echo "fuzz: $(FUZZ_RUNS) calls of the argument checks, the contract held ($$(grep -o 'cov: [0-9]*' build/fuzz/quick.log | tail -n 1))"
 fuzz:
 	@$(MAKE) --no-print-directory BACKEND=cpu build/fuzz/fuzz_gdn_args
 	@mkdir -p build/fuzz/corpus
-	@build/fuzz/fuzz_gdn_args -max_total_time=$(FUZZ_SECONDS) $(FUZZ_OPTS) build/fuzz/corpus
+	@build/fuzz/fuzz_gdn_args -max_total_time=$(FUZZ_SECONDS) $(FUZZ_OPTS) build/fuzz/corpus tests/fuzz_seeds
 
 .PHONY: test-asan test-gfx906 test-schedules test-race mutate history-check test-history-check check
 # make check: the developer's loop, CPU only, no toolchain beyond gcc and
