@@ -4,8 +4,9 @@
 // own code (kernels/, CPU backend: it takes the MI50's launch decisions, KDN_ROUND_WORKGROUPS)
 // chooses the path and the kernels; the tensors are never touched, so their addresses are
 // made up. the lens (lens/product.py) runs the recorded launches on the simulated MI50.
-//   usage: launches PATH T N_SEQS [H_K H_V D [GATE]]   (PATH: auto, recurrent, chunked;
-//          GATE: scalar (g [1, H_v, T, N_SEQS], the default) or key (KDA: g [D, H_v, T, N_SEQS]))
+//   usage: launches PATH T N_SEQS [H_K H_V D [GATE [K]]]   (PATH: auto, recurrent, chunked;
+//          GATE: scalar (g [1, H_v, T, N_SEQS], the default) or key (KDA: g [D, H_v, T, N_SEQS]);
+//          K: state snapshots, default 1)
 //   output: one line per launch: name \t gx gy gz \t bx by bz \t lds_bytes \t hex bytes
 //   build: each kernel file compiled with -include lens/launches.h (lens/product.py does it)
 #include <cstdint>
@@ -29,13 +30,14 @@ static kdn_tensor tensor(uintptr_t at, int64_t n0, int64_t n1, int64_t n2, int64
 
 int main(int argc, char **argv) {
     if (argc < 4) {
-        fprintf(stderr, "usage: launches auto|recurrent|chunked T N_SEQS [H_K H_V D [scalar|key]]\n");
+        fprintf(stderr, "usage: launches auto|recurrent|chunked T N_SEQS [H_K H_V D [scalar|key [K]]]\n");
         return 2;
     }
     const long T = atol(argv[2]), B = atol(argv[3]);
     const long Hk = argc > 4 ? atol(argv[4]) : 16, Hv = argc > 5 ? atol(argv[5]) : 32,
                D = argc > 6 ? atol(argv[6]) : 128;
     const bool key_gate = argc > 7 && strcmp(argv[7], "key") == 0;
+    const int K = argc > 8 ? atoi(argv[8]) : 1;
     // made-up device addresses, 1 GiB apart, 256-byte aligned
     uintptr_t at = (uintptr_t)1 << 40;
     auto next = [&at]() { return at += (uintptr_t)1 << 30; };
@@ -48,7 +50,7 @@ int main(int argc, char **argv) {
     c.beta = tensor(next(), 1, Hv, T, B);
     c.state = tensor(next(), D, D, Hv, B);
     c.dst = (float *)next();
-    c.K = 1;
+    c.K = K;
     c.head_map = KDN_HEAD_MAP_TILED;
     c.path = strcmp(argv[1], "recurrent") == 0 ? KDN_PATH_RECURRENT
              : strcmp(argv[1], "chunked") == 0 ? KDN_PATH_CHUNKED : KDN_PATH_AUTO;
