@@ -167,6 +167,7 @@ void kdn_chunk_buffers_carve(void *workspace, const KdnShape *s, KdnChunkBuffers
     b->U = take(&at, n * C * s->D_v);
     b->W = take(&at, n * C * s->D_k);
     b->P = take(&at, n * C * C);
+    b->state_mid = NULL;
 }
 
 /* Strides of a contiguous [D, H, T, n_seqs] tensor for dims 1..3, in floats. */
@@ -194,21 +195,72 @@ KdnLayerCall kdn_layer_contiguous(const KdnShape *s, const float *q, const float
     return c;
 }
 
-/* The chunked kernels run the scalar gate, K == 1 and D_k <= 128; every
- * other call goes to the recurrent kernel whatever path asked for. */
+/* The chunked kernels run the scalar gate and D_k <= 128, K > 1 when T > K
+ * (below); every other call goes to the recurrent kernel whatever path
+ * asked for. */
 int kdn_layer_chunked(const KdnLayerCall *c, kdn_path path) {
-    int eligible = !c->kda && c->K == 1 && c->s.D_k <= kdn_two_launch_limits.max_D_k;
+    int eligible = !c->kda && (c->K == 1 || c->s.T > c->K) && c->s.D_k <= kdn_two_launch_limits.max_D_k;
     if (path == KDN_PATH_RECURRENT || !eligible) return 0;
     return path == KDN_PATH_CHUNKED || c->s.T > kdn_tuning_recurrent_max_t(c->tuning, c->s.n_seqs);
 }
 
-void kdn_layer_run(const KdnLayerCall *c, kdn_path path, const KdnChunkBuffers *b) {
-    if (!kdn_layer_chunked(c, path)) {
-        kdn_deltanet_recurrent_call(c);
-        return;
-    }
+static void run_chunked(const KdnLayerCall *c, const KdnChunkBuffers *b) {
     kdn_two_launch_intra(c, b);
     kdn_two_launch_state(c, 0, CEIL_DIV(c->s.T, c->s.chunk), b);
+}
+
+/* ---- K > 1 on the chunked path ---------------------------------------------
+ * The snapshots are states after single tokens, which the chunked state
+ * pass does not hold. So each sequence runs its first T - K tokens chunked,
+ * the state after them into the workspace (state_mid), and its last K
+ * tokens on the recurrent kernel from there, which stores each snapshot as
+ * its loop passes it: 3 launches per sequence. One sequence at a time
+ * because the kernels' o and inputs are [., H, T, n_seqs] with the call's
+ * own T: a sequence's tokens [t0, t0 + n) are a call of one sequence. */
+static int splits_snapshots(const KdnLayerCall *c) { return c->K > 1; }
+
+static size_t state_floats(const KdnShape *s) { return (size_t)s->D_k * s->D_v * s->H_v; }
+
+/* Sequence seq's tokens [t0, t0 + n) of c as a call of one sequence. */
+static KdnLayerCall tokens_of(const KdnLayerCall *c, int seq, int t0, int n) {
+    KdnLayerCall x = *c;
+    x.s.T = n, x.s.n_seqs = 1;
+    x.q += seq * c->q_st[2] + t0 * c->q_st[1];
+    x.k += seq * c->k_st[2] + t0 * c->k_st[1];
+    x.v += seq * c->v_st[2] + t0 * c->v_st[1];
+    x.g += seq * c->g_st[2] + t0 * c->g_st[1];
+    x.beta += seq * c->beta_st[2] + t0 * c->beta_st[1];
+    x.state_in += seq * state_floats(&c->s);
+    x.o += ((size_t)seq * c->s.T + t0) * c->s.H_v * c->s.D_v;
+    x.snapshots += seq * state_floats(&c->s);
+    /* one sequence: the sequence stride is not read; the dense one, as the chunked kernels check */
+    x.q_st[2] = x.k_st[2] = (long)c->s.D_k * c->s.H_k * n;
+    x.g_st[2] = x.beta_st[2] = (long)c->s.H_v * n;
+    return x;
+}
+
+/* The shape the chunk buffers serve: the call's, or (split) one sequence's first T - K tokens. */
+static KdnShape buffers_shape(const KdnLayerCall *c) {
+    KdnShape s = c->s;
+    if (splits_snapshots(c)) s.T -= c->K, s.n_seqs = 1;
+    return s;
+}
+
+static void run_split(const KdnLayerCall *c, const KdnChunkBuffers *b) {
+    const int T0 = c->s.T - c->K;
+    for (int seq = 0; seq < c->s.n_seqs; seq++) {
+        KdnLayerCall head = tokens_of(c, seq, 0, T0), tail = tokens_of(c, seq, T0, c->K);
+        head.K = 1, head.snapshots = b->state_mid, head.snap_stride = (long)state_floats(&c->s);
+        tail.state_in = b->state_mid;
+        run_chunked(&head, b);
+        kdn_deltanet_recurrent_call(&tail);
+    }
+}
+
+void kdn_layer_run(const KdnLayerCall *c, kdn_path path, const KdnChunkBuffers *b) {
+    if (!kdn_layer_chunked(c, path)) kdn_deltanet_recurrent_call(c);
+    else if (splits_snapshots(c)) run_split(c, b);
+    else run_chunked(c, b);
 }
 
 /* ---- checking a call ---------------------------------------------------- */
@@ -454,7 +506,9 @@ static size_t workspace_bytes(const Plan *p) {
     if (!p->chunked) return 0;
     size_t floats = 0;
     for (int i = 0; i < N_VIEWS; i++) floats += staged_floats(p, i);
-    return sizeof(float) * floats + kdn_chunk_buffers_bytes(&p->call.s) + 256; /* room to align the caller's pointer */
+    const KdnShape bs = buffers_shape(&p->call);
+    if (splits_snapshots(&p->call)) floats += aligned_floats(state_floats(&bs)); /* state_mid */
+    return sizeof(float) * floats + kdn_chunk_buffers_bytes(&bs) + 256; /* room to align the caller's pointer */
 }
 
 kdn_status kdn_gdn_workspace_size(const kdn_gdn_call *call, size_t *bytes) {
@@ -495,7 +549,10 @@ static void stage_views(const kdn_gdn_call *c, Plan *p, void *workspace, KdnChun
         }
         memcpy(view_strides(l, i), view_strides(&dense, i), 3 * sizeof(long));
     }
-    kdn_chunk_buffers_carve(at, &l->s, b);
+    const KdnShape bs = buffers_shape(l);
+    float *state_mid = splits_snapshots(l) ? take(&at, state_floats(&bs)) : NULL;
+    kdn_chunk_buffers_carve(at, &bs, b);
+    b->state_mid = state_mid;
 }
 
 /* ---- errors of the launch ------------------------------------------------

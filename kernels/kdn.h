@@ -45,7 +45,8 @@ static inline int kdn_takes_chunk(const KdnLimits *l, int C) {
  * each [D_k, D_v, H_v, n_seqs] contiguous) receives the state after token T-1-s for s < min(K, T) (T = 0: slot
  * 0 gets state_in). The recurrent kernel takes every such call; the chunked
  * kernels contiguous q, k, g and beta (v any view), the scalar gate and K = 1
- * (kdn_layer_run). */
+ * (kdn_layer_run: a K > 1 call runs chunked up to its last K tokens, then
+ * recurrent). */
 typedef struct {
     KdnShape s; /* chunk: the chunked path's C */
     const float *q, *k, *v, *g, *beta, *state_in;
@@ -84,6 +85,8 @@ void kdn_gather_strided(const float *src, const long ne[4], const long st[3], fl
  * would lose u |gamma| of each exponent taking it from the float gamma) */
 typedef struct {
     float *gamma, *to_end, *Tinv, *U, *W, *P; /* [ci][C] x 2, [ci][C][C], [ci][C][D_v], [ci][C][D_k], [ci][C][C] */
+    float *state_mid; /* K > 1 (kdn_gated_delta_net's workspace only): [D_k, D_v, H_v], the state after one
+                         sequence's chunked tokens; NULL from kdn_chunk_buffers_carve */
 } KdnChunkBuffers;
 /* 1) every chunk of every head and sequence in parallel, one launch: reads
  * c's q, k, v, g, beta, writes b. */
@@ -114,13 +117,16 @@ void kdn_chunk_buffers_carve(void *workspace, const KdnShape *s, KdnChunkBuffers
  * version, its backend, its chunk and rows in range; the device is checked
  * by kdn_tuning_load only. */
 kdn_status kdn_tuning_check(const kdn_tuning *t);
-/* 1 when c runs the chunked kernels under `path`: scalar gate, K = 1, D_k <= 128 and either path CHUNKED
- * or path AUTO past kdn_tuning_recurrent_max_t(c->tuning, n_seqs) tokens; else 0 (the
+/* 1 when c runs the chunked kernels under `path`: scalar gate, D_k <= 128, K = 1 or T > K, and either
+ * path CHUNKED or path AUTO past kdn_tuning_recurrent_max_t(c->tuning, n_seqs) tokens; else 0 (the
  * recurrent kernel). */
 int kdn_layer_chunked(const KdnLayerCall *c, kdn_path path);
 /* Enqueues the layer: the recurrent kernel, or the two chunked launches
  * (kdn_two_launch_intra, kdn_two_launch_state over all chunks) on inputs
- * they read in place, with the per-chunk buffers b (unused on the recurrent path). */
+ * they read in place, with the per-chunk buffers b (unused on the recurrent
+ * path). K > 1, chunked: per sequence, the two chunked launches over its
+ * tokens but the last K (their state into b->state_mid), then the recurrent
+ * kernel over the last K from there, storing the K snapshots. */
 void kdn_layer_run(const KdnLayerCall *c, kdn_path path, const KdnChunkBuffers *b);
 
 #ifdef __cplusplus

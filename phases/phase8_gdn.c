@@ -156,7 +156,7 @@ static double nmse(const float *got, const double *ref, size_t n) {
 
 /* The route the documentation promises (docs/api.md). */
 static kdn_path promised_path(const Case *k, kdn_path asked) {
-    int eligible = !k->kda && k->K == 1 && k->S <= 128;
+    int eligible = !k->kda && (k->K == 1 || k->T > k->K) && k->S <= 128;
     if (!eligible || asked == KDN_PATH_RECURRENT) return KDN_PATH_RECURRENT;
     if (asked == KDN_PATH_CHUNKED || k->T > kdn_gdn_recurrent_max_t(k->B)) return KDN_PATH_CHUNKED;
     return KDN_PATH_RECURRENT;
@@ -530,9 +530,14 @@ static const Test tests[] = {
      * takes): chunked */
     {8, "gdn_T33_B4_auto", "library", TOL_GDN, {GDN(32, 2, 4, 33, 4), SNAP(1)}, t_gdn},
     {8, "gdn_T1000_c64", "library", TOL_GDN, {GDN(32, 4, 4, 1000, 1), SNAP(1)}, t_gdn},
-    /* asked for chunked, routed to recurrent: KDA, K > 1 */
+    /* asked for chunked, routed to recurrent: KDA, K >= T */
     {8, "gdn_chunked_kda_routed", "library", TOL_GDN, {GDN(16, 2, 4, 130, 1), KDA, SNAP(1), PATH(KDN_PATH_CHUNKED)}, t_gdn},
-    {8, "gdn_chunked_K2_routed", "library", TOL_GDN, {GDN(16, 2, 4, 130, 1), SNAP(2), PATH(KDN_PATH_CHUNKED)}, t_gdn},
+    {8, "gdn_chunked_K4_T4_routed", "library", TOL_GDN, {GDN(16, 2, 4, 4, 2), SNAP(4), PATH(KDN_PATH_CHUNKED)}, t_gdn},
+    /* K > 1 chunked: each sequence chunked up to its last K tokens, then recurrent */
+    {8, "gdn_chunked_K2", "library", TOL_GDN, {GDN(16, 2, 4, 130, 1), SNAP(2), PATH(KDN_PATH_CHUNKED)}, t_gdn},
+    {8, "gdn_chunked_K2_T3", "library", TOL_GDN, {GDN(16, 2, 4, 3, 2), SNAP(2), PATH(KDN_PATH_CHUNKED)}, t_gdn},
+    {8, "gdn_T300_K4_auto", "library", TOL_GDN, {GDN(32, 2, 4, 300, 1), SNAP(4)}, t_gdn},
+    {8, "gdn_cache_T100_B3_K3_perm", "library", TOL_GDN, {GDN(32, 2, 4, 100, 3), PERM, SNAP(3), CACHE}, t_gdn},
     /* snapshots to a cache (slots further apart than their size) or over the state input */
     {8, "gdn_cache_decode_K2", "library", TOL_GDN, {GDN(128, 2, 4, 1, 3), SNAP(2), CACHE}, t_gdn},
     {8, "gdn_cache_T40_K4_perm", "library", TOL_GDN, {GDN(32, 2, 4, 40, 2), PERM, SNAP(4), CACHE}, t_gdn},

@@ -243,7 +243,7 @@ static void call_entry(Entry e, const Call *x, const Inputs *in, const Outputs *
     r.K = x->K, r.kda = x->kda;
     if (x->q_st0) r.q_st[0] = x->q_st0;
     long ne[4] = {x->ne0, 1, 1, 1}, st[3] = {x->ne0, x->ne0, x->ne0};
-    const KdnChunkBuffers b = {w->gamma, w->to_end, w->Tinv, w->U, w->W, w->P};
+    const KdnChunkBuffers b = {w->gamma, w->to_end, w->Tinv, w->U, w->W, w->P, NULL};
     switch (e) {
     case ENTRY_RECURRENT: kdn_deltanet_recurrent(s, in->q, in->k, in->v, in->g, in->beta, in->state, w->o, w->state_out); break;
     case ENTRY_RECURRENT_CALL: kdn_deltanet_recurrent_call(&r); break;
