@@ -526,6 +526,9 @@ static const Test tests[] = {
     {8, "gdn_T127_perm_block", "library", TOL_GDN,
      {GDN(32, 2, 4, 127, 3), PERM, SNAP(1), .head_map = HEAD_MAP_BLOCK, PATH(KDN_PATH_CHUNKED)}, t_gdn},
     {8, "gdn_T300_auto_perm", "library", TOL_GDN, {GDN(64, 4, 8, 300, 1), PERM, SNAP(1)}, t_gdn},
+    /* one key head, permuted: q and k contiguous, their head stride not the dense one (unread) */
+    {8, "gdn_T33_Hk1_perm_chunked", "library", TOL_GDN, {GDN(16, 1, 2, 33, 1), PERM, SNAP(1), PATH(KDN_PATH_CHUNKED)},
+     t_gdn},
     /* AUTO at B = 4 with T past B = 4's split and under B = 1's (32 and 256 on the gfx906 rows the CPU build
      * takes): chunked */
     {8, "gdn_T33_B4_auto", "library", TOL_GDN, {GDN(32, 2, 4, 33, 4), SNAP(1)}, t_gdn},
