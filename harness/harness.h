@@ -52,7 +52,7 @@ typedef struct Test Test;
 struct Test {
     int phase;
     const char *name;
-    const char *variant; /* the implementation the row tests: "unfused", "recurrent", "one_launch", "two_launch", "auto", "library", "all" */
+    const char *variant; /* the implementation the row tests: "unfused", "recurrent", "two_launch", "auto", "library", "all" */
     Tol tol;
     Shape shape;
     void (*run)(const Test *t, Ctx *c);

@@ -82,8 +82,8 @@ int memory_refusal(const MemoryLimits *m, bool device, double held, double more,
  * refused test could not have finished in time, a test that runs may take
  * longer. The double-precision reference (4 GFLOP/s a core, over up to 16
  * cores: phases spread heads over threads); the kernels on the SIMT executor
- * (1e8 flop/s: one_launch_ragged does 3.8e9 flops in 40 CPU seconds, 1e8
- * would give 38 s) or on a GPU (1e12 flop/s). */
+ * (1e8 flop/s; docs/ci.md: on the chunked kernels the executor runs faster,
+ * so there the estimate is not a floor) or on a GPU (1e12 flop/s). */
 #define REF_FLOPS_PER_CORE 4.0e9
 #define REF_MAX_CORES 16
 #define CPU_KERNEL_FLOPS_PER_S 1.0e8

@@ -196,7 +196,6 @@ def waves_per_simd(vgpr, sgpr, lds, wg_threads):
 LDS_PROBE = {  # kernel -> the struct its launcher passes as dynamic LDS (sizeof at the instantiated C)
     "kernel_two_launch_intra": "IntraLds",
     "kernel_two_launch_state": "StateLds",
-    "kernel_deltanet_one_launch": "OneLaunchLds",
 }
 
 
@@ -229,8 +228,7 @@ def dynamic_lds(src, names, outdir):
     return {a: int(b) for a, b in (l.split() for l in out.splitlines())}
 
 
-WG_THREADS = {"kernel_two_launch_intra": 256, "kernel_two_launch_state": 256, "kernel_deltanet_recurrent": 256,
-              "kernel_deltanet_one_launch": 256}
+WG_THREADS = {"kernel_two_launch_intra": 256, "kernel_two_launch_state": 256, "kernel_deltanet_recurrent": 256}
 
 
 def analyse(outdir):

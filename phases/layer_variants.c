@@ -18,12 +18,6 @@ static void unfused_run(void *w, const KdnShape *s, const float *q, const float 
     deltanet_unfused(w, s, q, k, v, g, beta, state_in, o, state_out);
 }
 
-static void one_launch_run(void *w, const KdnShape *s, const float *q, const float *k, const float *v,
-                           const float *g, const float *beta, const float *state_in, float *o, float *state_out) {
-    (void)w;
-    kdn_deltanet_one_launch(s, q, k, v, g, beta, state_in, o, state_out);
-}
-
 /* What every kernel refuses: a block map whose heads do not group. */
 static const char *ungrouped(const KdnShape *s) {
     return s->head_map == HEAD_MAP_BLOCK && s->H_v % s->H_k != 0 ? "block head map with H_v not a multiple of H_k"
@@ -41,7 +35,6 @@ static const char *recurrent_refuses(const KdnShape *s) { return outside(&kdn_re
 
 /* The chunked kernels stage a chunk's keys in 64 KB of LDS. */
 static const char *chunked_refuses(const KdnShape *s) { return outside(&kdn_two_launch_limits, s); }
-static const char *one_launch_refuses(const KdnShape *s) { return outside(&kdn_one_launch_limits, s); }
 
 static const char *auto_refuses(const KdnShape *s) {
     return s->T <= kdn_gdn_recurrent_max_t(s->n_seqs) ? recurrent_refuses(s) : chunked_refuses(s);
@@ -62,9 +55,6 @@ const LayerVariant layer_variants[LAYER_VARIANT_COUNT] = {
     [LAYER_AUTO] = {"auto", "the library's choice: recurrent up to kdn_gdn_recurrent_max_t(n_seqs) tokens, else two_launch",
                     "kdn_layer_run, path AUTO (kernels/gated_delta_net.c: what kdn_gated_delta_net ends in)", two_launch_prepare, deltanet_auto,
                     auto_refuses},
-    [LAYER_ONE_LAUNCH] = {"one_launch", "the whole chunked layer in one launch, the state carried in LDS",
-                          "kdn_deltanet_one_launch (phases/kernels/deltanet_one_launch.cpp)", NULL, one_launch_run,
-                          one_launch_refuses},
 };
 
 const LayerVariant *layer_variant(const char *name) {

@@ -32,8 +32,7 @@ typedef struct {
     X(UNFUSED, unfused, TOL_CHUNK)                        \
     X(RECURRENT, recurrent, TOL_CHUNK)                    \
     X(TWO_LAUNCH, two_launch, TOL_CHUNK)                  \
-    X(AUTO, auto, TOL_CHUNK)                              \
-    X(ONE_LAUNCH, one_launch, TOL_CHUNK)
+    X(AUTO, auto, TOL_CHUNK)
 
 #define LAYER_VARIANT_ID(id, name, tol) LAYER_##id,
 enum { LAYER_VARIANTS(LAYER_VARIANT_ID) LAYER_VARIANT_COUNT };

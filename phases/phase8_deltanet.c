@@ -84,8 +84,8 @@ static void agree(const Test *t, Ctx *c, const LayerVariant *first, const LayerV
 
 /* The row's variant against the one named here. */
 static void t_vs_unfused(const Test *t, Ctx *c) { agree(t, c, layer_variant(t->variant), &layer_variants[LAYER_UNFUSED]); }
-static void t_vs_one_launch(const Test *t, Ctx *c) {
-    agree(t, c, layer_variant(t->variant), &layer_variants[LAYER_ONE_LAUNCH]);
+static void t_vs_two_launch(const Test *t, Ctx *c) {
+    agree(t, c, layer_variant(t->variant), &layer_variants[LAYER_TWO_LAUNCH]);
 }
 /* The automatic choice against the reference, then its launch count: one
  * (recurrent) up to kdn_gdn_recurrent_max_t(n_seqs) tokens, two (chunked)
@@ -181,28 +181,6 @@ static void t_prefill_then_decode(const Test *t, Ctx *c) {
         expect_close_host(c, "o (decode step)", o_dec, want, sh.n_seqs * sh.H_v, sh.D_v, t->tol);
     }
     if (!test_failed(c)) expect_close(c, "state", next, s_ref, sh.n_seqs * sh.H_v * sh.D_v, sh.D_k, t->tol);
-}
-
-/* Shapes the one-launch kernel cannot run must be refused with a message
- * naming it, and nothing written: C = 128 (its keys alone would need 66 KB of
- * LDS), a chunk that does not split into the kernel's tiles, D_k > 128. Its
- * entry in layer_variants.h must say so too (the grid skips by it). */
-static void t_one_launch_refuses(const Test *t, Ctx *c) {
-    static const int bad[][2] = {{128, 128}, {48, 64}, {64, 192}}; /* {chunk, D_k} */
-    const LayerVariant *v = &layer_variants[LAYER_ONE_LAUNCH];
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0] && !test_failed(c); i++) {
-        Shape sh = t->shape;
-        sh.chunk = bad[i][0];
-        sh.D_k = bad[i][1];
-        DnData d;
-        DnDevice dd;
-        dn_generate(c, &sh, &d);
-        dn_upload(c, &d, &dd);
-        if (!v->refuses(&d.ks)) test_fail(c, "chunk %d, D_k %d: layer_variants.h says one_launch takes it", sh.chunk, sh.D_k);
-        expect_refused(c, v, &d.ks, &dd, d.n_v, t->tol);
-    }
-    set_shape_desc(c, "C=128 Dk=128 | C=48 Dk=64 | C=64 Dk=192 (T=%d B=%d Hk=%d Hv=%d Dv=%d)", t->shape.T,
-                   t->shape.n_seqs, t->shape.H_k, t->shape.H_v, t->shape.D_v);
 }
 
 /* ---- the comparison view (--bench --test 'compare_*') --------------------
@@ -321,42 +299,20 @@ static const Test tests[] = {
     /* D_k not a multiple of 4: the single-row fallback of the 16-byte row runs */
     {8, "recurrent_dk_not4", "recurrent", TOL_CHUNK,
      {.T = 9, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 70, .D_v = 24, .chunk = 64, .state = 1}, t_layer},
-    /* one-launch chunked kernel: T around the chunk size, ragged tails, grouped
-     * heads H_v/H_k = 1..4, decay extremes, chunk 32, odd dimensions */
-    {8, "one_launch_T1", "one_launch", TOL_CHUNK, {QWEN(1, 2), .state = 1}, t_layer},
-    {8, "one_launch_T63", "one_launch", TOL_CHUNK, {QWEN(63, 1), .state = 1}, t_layer},
-    {8, "one_launch_T64", "one_launch", TOL_CHUNK, {QWEN(64, 1), .state = 1}, t_layer},
-    {8, "one_launch_T65", "one_launch", TOL_CHUNK, {QWEN(65, 1), .state = 1}, t_layer},
-    {8, "one_launch_ragged", "one_launch", TOL_CHUNK, {QWEN(300, 3), .state = 1}, t_layer},
-    {8, "one_launch_gqa1", "one_launch", TOL_CHUNK, {HEADS(100, 1, 8, 8, 64), .state = 1}, t_layer},
-    {8, "one_launch_gqa3", "one_launch", TOL_CHUNK, {HEADS(100, 2, 2, 6, 64), .state = 1}, t_layer},
-    {8, "one_launch_gqa4", "one_launch", TOL_CHUNK, {HEADS(100, 1, 4, 16, 64), .state = 1}, t_layer},
-    {8, "one_launch_strong_decay", "one_launch", TOL_CHUNK, {QWEN(150, 1), .decay = DECAY_STRONG, .state = 1}, t_layer},
-    {8, "one_launch_weak_decay", "one_launch", TOL_CHUNK, {QWEN(150, 1), .decay = DECAY_WEAK, .state = 1}, t_layer},
-    {8, "one_launch_chunk32", "one_launch", TOL_CHUNK, {HEADS(150, 2, 16, 32, 32), .state = 1}, t_layer},
-    {8, "one_launch_chunk32_T31", "one_launch", TOL_CHUNK, {HEADS(31, 1, 16, 32, 32), .state = 1}, t_layer},
-    {8, "one_launch_chunk32_T32", "one_launch", TOL_CHUNK, {HEADS(32, 1, 16, 32, 32), .state = 1}, t_layer},
-    {8, "one_launch_chunk32_T33", "one_launch", TOL_CHUNK, {HEADS(33, 2, 16, 32, 32), .state = 1}, t_layer},
-    {8, "one_launch_c32_strong_decay", "one_launch", TOL_CHUNK,
-     {HEADS(100, 1, 16, 32, 32), .decay = DECAY_STRONG, .state = 1}, t_layer},
     /* an initial state 1000x larger (outputs in the thousands): correct kernels
      * must pass, as the element bound scales with the output's RMS */
     {8, "recurrent_state_x1000", "recurrent", TOL_CHUNK, {QWEN(70, 1), .state = 1000}, t_layer},
-    {8, "one_launch_state_x1000", "one_launch", TOL_CHUNK, {QWEN(150, 1), .decay = DECAY_WEAK, .state = 1000}, t_layer},
     {8, "two_launch_state_x1000", "two_launch", TOL_CHUNK, {QWEN(130, 1), .decay = DECAY_WEAK, .state = 1000}, t_layer},
-    {8, "one_launch_odd_dims", "one_launch", TOL_CHUNK,
-     {.T = 77, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 72, .D_v = 40, .chunk = 64, .state = 1}, t_layer},
-    {8, "one_launch_vs_unfused", "one_launch", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_vs_unfused},
-    {8, "recurrent_vs_one_launch", "recurrent", TOL_CHUNK, {QWEN(64, 2), .state = 1}, t_vs_one_launch},
+    /* the product's chunked path against the seed ladder's pipeline, and the library's two paths */
+    {8, "two_launch_vs_unfused", "two_launch", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_vs_unfused},
+    {8, "recurrent_vs_two_launch", "recurrent", TOL_CHUNK, {QWEN(64, 2), .state = 1}, t_vs_two_launch},
     {8, "prefill_then_decode", "two_launch", TOL_CHUNK, {QWEN(100, 2), .decode_steps = 4, .state = 1}, t_prefill_then_decode},
-    {8, "one_launch_refuses", "one_launch", TOL_EXACT, {.T = 10, .n_seqs = 1, .H_k = 1, .H_v = 2, .D_v = 16, .state = 1},
-     t_one_launch_refuses},
     /* the two-launch form: chunk-parallel intra-chunk kernel, then the state pass */
     {8, "two_launch_ragged", "two_launch", TOL_CHUNK, {QWEN(200, 2), .state = 1}, t_layer},
     {8, "two_launch_T1", "two_launch", TOL_CHUNK, {QWEN(1, 2), .state = 1}, t_layer},
+    {8, "two_launch_T64", "two_launch", TOL_CHUNK, {QWEN(64, 1), .state = 1}, t_layer},
     {8, "two_launch_gqa3_c32", "two_launch", TOL_CHUNK, {HEADS(100, 2, 2, 6, 32), .state = 1}, t_layer},
     {8, "two_launch_strong_decay", "two_launch", TOL_CHUNK, {QWEN(130, 1), .decay = DECAY_STRONG, .state = 1}, t_layer},
-    {8, "two_launch_vs_one_launch", "two_launch", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_vs_one_launch},
     /* the automatic choice on each side of kdn_gdn_recurrent_max_t(B) (T = split + past_split) */
     {8, "auto_short_B1", "auto", TOL_CHUNK, {QWEN(0, 1), .past_split = 0, .state = 1}, t_auto},
     {8, "auto_long_B1", "auto", TOL_CHUNK, {QWEN(0, 1), .past_split = 1, .state = 1}, t_auto},
@@ -382,11 +338,11 @@ static const Test tests[] = {
 };
 
 /* Each row runs at least one layer of its shape (the auto rows' T is the
- * split's, the compare rows' as t_compare caps it); the refusal and grid
- * rows run fixed shapes. */
+ * split's, the compare rows' as t_compare caps it); the grid rows run fixed
+ * shapes. */
 static Work least_work(const Test *t) {
     Shape sh = t->shape;
-    if (t->run == t_one_launch_refuses || t->run == t_grid) return (Work){0, 0};
+    if (t->run == t_grid) return (Work){0, 0};
     if (t->run == t_auto) sh.T = auto_T(&t->shape);
     if (t->run == t_compare) sh = compare_shape(&t->shape);
     return dn_layer_work(&sh);

@@ -16,14 +16,12 @@
 #include <string.h>
 
 /* ---- layers against the reference -------------------------------------------- */
-typedef enum { LAYER_RECURRENT, LAYER_TWO_LAUNCH, LAYER_ONE_LAUNCH, N_LAYERS } Layer;
-static const char *const layer_names[N_LAYERS] = {"recurrent", "two-launch", "one-launch"};
+typedef enum { LAYER_RECURRENT, LAYER_TWO_LAUNCH, N_LAYERS } Layer;
+static const char *const layer_names[N_LAYERS] = {"recurrent", "two-launch"};
 
 static void run_layer(Ctx *c, Layer l, const KdnShape *s, const DnDevice *dd, float *o, float *state_out) {
     if (l == LAYER_RECURRENT)
         kdn_deltanet_recurrent(s, dd->q, dd->k, dd->v, dd->g, dd->beta, dd->state, o, state_out);
-    else if (l == LAYER_ONE_LAUNCH)
-        kdn_deltanet_one_launch(s, dd->q, dd->k, dd->v, dd->g, dd->beta, dd->state, o, state_out);
     else
         deltanet_two_launch(two_launch_prepare(c, s), s, dd->q, dd->k, dd->v, dd->g, dd->beta, dd->state, o,
                             state_out);
@@ -91,8 +89,8 @@ static void t_no_tokens(const Test *t, Ctx *c) {
         download(c, &o0, o, 1);
         if (o0 == o0) test_fail(c, "%s: T = 0 wrote o[0] = %g", layer_names[l], o0);
     }
-    set_shape_desc(c, "T=0 B=%d Hk=%d Hv=%d Dk=%d Dv=%d C=%d: state copied by %s, %s, %s", s.n_seqs, s.H_k, s.H_v,
-                   s.D_k, s.D_v, s.chunk, layer_names[0], layer_names[1], layer_names[2]);
+    set_shape_desc(c, "T=0 B=%d Hk=%d Hv=%d Dk=%d Dv=%d C=%d: state copied by %s, %s", s.n_seqs, s.H_k, s.H_v,
+                   s.D_k, s.D_v, s.chunk, layer_names[0], layer_names[1]);
 }
 
 /* ---- refusals ----------------------------------------------------------------
@@ -105,14 +103,13 @@ typedef enum {
     ENTRY_INTRA,              /* kdn_two_launch_intra */
     ENTRY_STATE,              /* kdn_two_launch_state over chunks c0 .. c1 - 1 */
     ENTRY_STATE_NO_CALL,      /* kdn_two_launch_state(NULL, ...) */
-    ENTRY_ONE_LAUNCH,         /* kdn_deltanet_one_launch */
     ENTRY_GATHER,             /* kdn_gather_strided with ne = {ne0, 1, 1, 1} */
     ENTRY_SOLVE,              /* kdn_solve_tri_parallel, n x n, one right-hand side */
 } Entry;
 static const char *const entry_kernels[] = {
     "kernel_deltanet_recurrent", "kernel_deltanet_recurrent", "kernel_deltanet_recurrent", "kernel_deltanet_recurrent",
-    "kernel_two_launch_intra",   "kernel_two_launch_state",   "kernel_two_launch_state", "kernel_deltanet_one_launch",
-    "kernel_gather_strided",     "kernel_solve_tri_parallel",
+    "kernel_two_launch_intra",   "kernel_two_launch_state",   "kernel_two_launch_state",   "kernel_gather_strided",
+    "kernel_solve_tri_parallel",
 };
 
 typedef struct {
@@ -126,9 +123,7 @@ typedef struct {
 
 /* The limits the kernel of an entry exports (kdn.h, ladder.h). */
 static const KdnLimits *limits_of(Entry e) {
-    return e == ENTRY_INTRA || e == ENTRY_STATE ? &kdn_two_launch_limits
-           : e == ENTRY_ONE_LAUNCH              ? &kdn_one_launch_limits
-                                                : &kdn_recurrent_limits;
+    return e == ENTRY_INTRA || e == ENTRY_STATE ? &kdn_two_launch_limits : &kdn_recurrent_limits;
 }
 /* A value of s.D_k in the table below: one past the entry's kernel's max_D_k. */
 enum { PAST_MAX_D_K = -1000 };
@@ -175,12 +170,6 @@ static const struct {
     {ENTRY_INTRA, F(q_st0), 32, "q, k, g and beta must be contiguous"},
     {ENTRY_STATE, F(q_st0), 20, "q, k, g and beta must be contiguous"},
     {ENTRY_STATE_NO_CALL, 0, 0, "no call"},
-    {ENTRY_ONE_LAUNCH, F(s.T), -5, "empty or negative dimension"},
-    {ENTRY_ONE_LAUNCH, F(s.D_k), PAST_MAX_D_K, "D_k > "},
-    {ENTRY_ONE_LAUNCH, F(s.chunk), 16, "chunk must be 32 or 64"},
-    {ENTRY_ONE_LAUNCH, F(s.n_seqs), 70000, "H_v or n_seqs > 65535"},
-    {ENTRY_ONE_LAUNCH, F(s.head_map), 5, "head_map must be 0 (tiled) or 1 (block)"},
-    {ENTRY_ONE_LAUNCH, F(s.H_k), 3, "block head map needs H_v to be a multiple of H_k"},
     {ENTRY_GATHER, F(ne0), 0x80000000L, "tensor too large for one launch"},
     {ENTRY_SOLVE, F(n), 65, "n > 64"},
 };
@@ -252,7 +241,6 @@ static void call_entry(Entry e, const Call *x, const Inputs *in, const Outputs *
     case ENTRY_INTRA: kdn_two_launch_intra(&r, &b); break;
     case ENTRY_STATE: kdn_two_launch_state(&r, x->c0, x->c1, &b); break;
     case ENTRY_STATE_NO_CALL: kdn_two_launch_state(NULL, x->c0, x->c1, &b); break;
-    case ENTRY_ONE_LAUNCH: kdn_deltanet_one_launch(s, in->q, in->k, in->v, in->g, in->beta, in->state, w->o, w->state_out); break;
     case ENTRY_GATHER: kdn_gather_strided(in->q, ne, st, w->gathered); break;
     case ENTRY_SOLVE: kdn_solve_tri_parallel(in->state, in->v, w->gathered, x->n, 1); break; /* A n x n, B n x 1 */
     }
@@ -295,7 +283,7 @@ static void t_refusals(const Test *t, Ctx *c) {
         want[3 * i] = 1.0, want[3 * i + 1] = 0.0, want[3 * i + 2] = 0.0;
     }
     if (!test_failed(c)) expect_close_host(c, "refused, launches, elements written", got, want, N_REFUSALS, 3, t->tol);
-    static const Entry bases[] = {ENTRY_RECURRENT, ENTRY_RECURRENT_CALL, ENTRY_INTRA, ENTRY_ONE_LAUNCH, ENTRY_GATHER,
+    static const Entry bases[] = {ENTRY_RECURRENT, ENTRY_RECURRENT_CALL, ENTRY_INTRA, ENTRY_GATHER,
                                   ENTRY_SOLVE};
     for (size_t b = 0; b < sizeof bases / sizeof bases[0] && !test_failed(c); b++) {
         w = alloc_outputs(c, &base_call.s);
@@ -310,7 +298,7 @@ static void t_refusals(const Test *t, Ctx *c) {
     call_entry(ENTRY_GATHER, &empty, &in, &w);
     if (kdn_launch_count() != before || dev_sync(c) != 0 || written(c, &w) != 0)
         test_fail(c, "kdn_gather_strided of 0 elements launched, failed or wrote");
-    set_shape_desc(c, "%d refusals of 6 kernels, each: message, 0 launches, 0 elements written (T=%d Hk=%d Hv=%d "
+    set_shape_desc(c, "%d refusals of 5 kernels, each: message, 0 launches, 0 elements written (T=%d Hk=%d Hv=%d "
                       "Dk=%d Dv=%d C=%d)",
                    N_REFUSALS, base_call.s.T, base_call.s.H_k, base_call.s.H_v, base_call.s.D_k, base_call.s.D_v,
                    base_call.s.chunk);

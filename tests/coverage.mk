@@ -16,8 +16,8 @@
 COVERAGE_BUILD := build/coverage
 # The quick phase-8 rows (make coverage-quick here, make check's ladder).
 QUICK_TESTS := 'golden_*' 'gdn_*' 'two_launch_scalar_*' two_launch_unaligned_q 'recurrent_Dk*' recurrent_unaligned_q layers_T0 \
-	kernel_refusals one_launch_refuses recurrent_decode recurrent_odd_dims one_launch_T1 one_launch_odd_dims \
-	one_launch_chunk32_T31 deltanet_single_chunk two_launch_T1 two_launch_gqa3_c32 auto_long_B4 \
+	kernel_refusals recurrent_decode recurrent_odd_dims deltanet_single_chunk two_launch_T1 two_launch_gqa3_c32 \
+	auto_long_B4 \
 	recurrent_two_cols_odd
 ifeq ($(COVERAGE),1)
   # -O0 warns differently (format-truncation): the real builds are the -Werror gate

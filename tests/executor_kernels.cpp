@@ -131,13 +131,12 @@ __global__ void kernel_rmw_after_read(float *y, int n) {
 // Lanes of one wave exchange through LDS: lane t writes word t and reads
 // word t ^ 1. Without a wave operation between, that holds only in gfx906's
 // lockstep (not CUDA's independent threads, not the executor): a race. With
-// kdn_wave_sync, or a shuffle, between: correct everywhere.
+// a shuffle between: correct everywhere.
 __global__ void kernel_wave_exchange(float *y, int synced) {
     KDN_DYNAMIC_SHARED(float, buf);
     int t = (int)threadIdx.x;
     buf[t] = (float)t;
-    if (synced == 1) kdn_wave_sync();
-    if (synced == 2) (void)kdn_shfl(0.0f, 0);
+    if (synced) (void)kdn_shfl(0.0f, 0);
     y[t] = buf[t ^ 1];
 }
 
@@ -147,7 +146,7 @@ __global__ void kernel_waves_without_barrier(float *y) {
     KDN_DYNAMIC_SHARED(float, buf);
     int t = (int)threadIdx.x;
     buf[t] = (float)t;
-    kdn_wave_sync();
+    (void)kdn_shfl(0.0f, 0);
     y[t] = buf[(t + 64) % 128];
 }
 

@@ -54,9 +54,9 @@ void exec_read_then_write(float *y, int n);
 /* Thread t reads LDS word t + 1 mod n, then doubles word t in place. */
 void exec_rmw_after_read(float *y, int n);
 /* y[t] = t ^ 1 through LDS in one wave; synced 0: nothing between the write
- * and the read (relies on lockstep: a race), 1: kdn_wave_sync, 2: a shuffle. */
+ * and the read (relies on lockstep: a race), 1: a shuffle. */
 void exec_wave_exchange(float *y, int synced);
-/* Two waves exchange through LDS with only kdn_wave_sync between. */
+/* Two waves exchange through LDS with only a shuffle between. */
 void exec_waves_without_barrier(float *y);
 /* exec_missing_barrier's race in a static __shared__ array (64 threads). */
 void exec_static_race(float *y);

@@ -212,19 +212,19 @@ expect 2 "is not a directory" --test sigmoid --dump "$tmp/file"
 mkdir "$tmp/plain"
 for t in q k v g beta state; do cp "$tmp/d1/${test}__$t.npy" "$tmp/plain/$t.npy"; done
 expect 0 "max_diff=$want" --test $test --load "$tmp/plain"
-expect 1 "has shape .* this test runs" --test one_launch_refuses --load "$tmp/plain"
+expect 1 "has shape .* this test runs" --test auto_short_B1 --load "$tmp/plain"
 
 # --set: a Qwen3.5-like shape (linear attention H_k = 16, H_v = 48, D = 128) on a short T
-expect 0 "2 passed, 0 failed" --set H_k=16 --set H_v=48 --set T=20 --test one_launch_T64 --test recurrent_vs_one_launch
+expect 0 "2 passed, 0 failed" --set H_k=16 --set H_v=48 --set T=20 --test two_launch_T64 --test recurrent_vs_two_launch
 grep -q "Hv=\(12\|48\) " "$tmp/out" || fail "--set H_v=48: $(cat "$tmp/out")"
-expect 2 "not a multiple of H_k" --set H_k=16 --set H_v=40 --test one_launch_T64
-expect 2 "T out of range" --set T=0 --test one_launch_T64
+expect 2 "not a multiple of H_k" --set H_k=16 --set H_v=40 --test two_launch_T64
+expect 2 "T out of range" --set T=0 --test two_launch_T64
 expect 2 "unknown key" --set heads=4
 expect 2 "T takes a whole number, 'abc' is not one" --set T=abc
 
 # --bench: the table, the emulation label on the CPU build; no progress line in a pipe
 expect 0 "speed-up vs unfused" --bench --reps 2 --test compare_T1_B1 --log "$tmp/bench.tsv"
-for l in unfused recurrent one_launch; do grep -q "^ *$l  *[0-9.]* " "$tmp/out" || fail "--bench: no $l row"; done
+for l in unfused recurrent two_launch; do grep -q "^ *$l  *[0-9.]* " "$tmp/out" || fail "--bench: no $l row"; done
 if [ "$("$bin" --env | sed -n 's/^backend \([a-z]*\),.*/\1/p')" = cpu ]; then
     grep -q "emulation, not performance" "$tmp/out" || fail "--bench on the CPU build: no emulation label"
 fi

@@ -20,7 +20,7 @@
 // different __syncthreads() calls are an error too (divergent barrier).
 //
 // Lanes of a wave are NOT run in lockstep: between two wave operations
-// (kdn_shfl and what wave.h builds on it, kdn_wave_sync) each lane runs on
+// (kdn_shfl and what wave.h builds on it) each lane runs on
 // its own, one lane after another, as CUDA's independent threads may. Two
 // lanes' LDS accesses are ordered only by a wave operation of their wave or
 // a barrier; code that relies on gfx906's lockstep instead is a race here.
@@ -929,8 +929,6 @@ void kdn_cpu_barrier(int site) {
     E.fibers[E.cur].barrier_site = site;
     yield(E, AT_BARRIER);
 }
-
-void kdn_cpu_wave_sync(void) { yield(*current, AT_WAVE); }
 
 int kdn_cpu_set_schedule(const char *name) {
     Executor *e = executor();

@@ -37,8 +37,6 @@ void *kdn_cpu_dynamic_shared(void);
 // Every lane of the calling wave contributes v; returns lane src's value.
 float kdn_cpu_wave_read(float v, int src_lane);
 int kdn_cpu_lane(void);
-// Every lane of the calling wave waits here for the others (kdn_wave_sync).
-void kdn_cpu_wave_sync(void);
 
 // Runs the launch on the calling host thread's executor. While an earlier
 // failure of this host thread stands (until kdn_cpu_take_fault), it only

@@ -6,15 +6,10 @@
 #include "backend.h"
 
 #if defined(KDN_BACKEND_HIP)
-// gfx906 waves run in lockstep: nothing to wait for.
-__device__ __forceinline__ void kdn_wave_sync(void) {}
 // ds_bpermute on gfx906; width defaults to the 64-lane wave.
 __device__ __forceinline__ float kdn_shfl(float v, int src) { return __shfl(v, src); }
 __device__ __forceinline__ int kdn_lane(void) { return __lane_id(); }
 #elif defined(KDN_BACKEND_CUDA)
-// Lanes of a warp may run apart (independent thread scheduling): a lane
-// writing LDS that another lane of its warp read must wait for it here.
-__device__ __forceinline__ void kdn_wave_sync(void) { __syncwarp(); }
 __device__ __forceinline__ float kdn_shfl(float v, int src) { return __shfl_sync(0xffffffffu, v, src); }
 __device__ __forceinline__ int kdn_lane(void) {
     unsigned lane;
@@ -23,8 +18,7 @@ __device__ __forceinline__ int kdn_lane(void) {
 }
 #else
 // The executor runs a wave's lanes one after another between wave operations
-// (no lockstep, like CUDA's independent threads): the lanes meet here.
-__device__ __forceinline__ void kdn_wave_sync(void) { kdn_cpu_wave_sync(); }
+// (no lockstep, like CUDA's independent threads): the lanes meet in kdn_shfl.
 __device__ __forceinline__ float kdn_shfl(float v, int src) { return kdn_cpu_wave_read(v, src); }
 __device__ __forceinline__ int kdn_lane(void) { return kdn_cpu_lane(); }
 #endif

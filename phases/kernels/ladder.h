@@ -1,4 +1,4 @@
-/* The ladder's kernels (phases 1-7 and the one-launch layer): the steps the
+/* The ladder's kernels (phases 1-7): the steps the
  * tests build the layer from, which the library's entry point never reaches.
  * Matrices are row-major; "rows x cols" below. Launchers only enqueue work:
  * errors (launch or execution) surface at kdn_sync(). */
@@ -58,10 +58,6 @@ void kdn_scale_by(const float *x, const float *s, float *y, int n); /* y = x * s
 void kdn_gather_rows(const float *src, float *dst, int rows, int cols, long stride);
 void kdn_scatter_rows(const float *src, float *dst, int rows, int cols, long stride);
 
-/* One-launch chunked kernel: the whole layer in one launch. */
-extern const KdnLimits kdn_one_launch_limits;
-void kdn_deltanet_one_launch(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                        const float *beta, const float *state_in, float *o, float *state_out);
 
 #ifdef __cplusplus
 }
