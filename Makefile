@@ -59,7 +59,7 @@ LDLIBS  := -lm -lpthread
 KERNEL_SRC := $(wildcard kernels/*.cpp)
 LIB_C_SRC  := $(wildcard kernels/*.c)
 LADDER_KERNEL_SRC := $(wildcard phases/kernels/*.cpp)
-HOST_SRC   := $(wildcard harness/*.c reference/*.c phases/*.c)
+HOST_SRC   := $(wildcard harness/*.c reference/*.c phases/*.c programs/*.c)
 
 ifeq ($(BACKEND),hip)
   KCXX    := $(HIPCC)
@@ -217,7 +217,7 @@ $(BUILD)/%.o: %.cpp $(BUILD)/%.d | $(TOOLCHAIN_READY)
 # Named (not a pattern), so make does not take a missing .d for an
 # intermediate file it may skip.
 DEPFILES := $(patsubst %,$(BUILD)/%.d,$(basename $(wildcard \
-    $(foreach d,harness reference phases phases/kernels kernels kernels/backend tests tools/gpu,$(d)/*.c $(d)/*.cpp))))
+    $(foreach d,programs harness reference phases phases/kernels kernels kernels/backend tests tools/gpu,$(d)/*.c $(d)/*.cpp))))
 $(DEPFILES):
 include $(wildcard $(DEPFILES))
 

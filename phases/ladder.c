@@ -1,5 +1,5 @@
 /* The ladder's test tables in order, for the programs that run them
- * (harness/main.c passes them to the runner). */
+ * (programs/test_deltanet.c passes them to the runner). */
 #include "phases.h"
 
 const TestList *const ladder_tables[] = {

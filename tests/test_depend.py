@@ -19,7 +19,7 @@ import subprocess
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCE_DIRS = ("harness", "kernels", "kernels/backend", "phases", "phases/kernels", "reference", "tests")
+SOURCE_DIRS = ("programs", "harness", "kernels", "kernels/backend", "phases", "phases/kernels", "reference", "tests")
 # Each backend's executables, so every object of make test's builds is asked about.
 TARGETS = {
     "cpu": ["test_deltanet", "test_harness", "test_failing", "test_report_escape", "test_threads"],

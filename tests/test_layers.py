@@ -10,7 +10,7 @@ include between two different layers of the same rank (kernels/ and
 reference/ know nothing of each other), and on a loop of files. Layers, top
 down (docs/architecture.md draws them):
 
-  programs   harness/main.c, tests/, tools/, integration/   (each a program)
+  programs   programs/, tests/, tools/, integration/        (each a program)
   phases     phases/                                        (the test tables)
   harness    harness/          ladder   phases/kernels/     (runner; the ladder's kernels)
   library    kernels/          reference  reference/        (the product; the fp64 truth)
@@ -30,7 +30,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # (path prefix, layer, rank); the longest prefix of a file's path decides.
 LAYERS = [
-    ("harness/main.c", "programs", 6),
+    ("programs/", "programs", 6),
     ("tests/", "programs", 6),
     ("tools/", "programs", 6),
     ("integration/", "programs", 6),

@@ -39,7 +39,7 @@
 #   closing line again, last.
 # tests/*.cpp are kernel files: the pattern rule of the Makefile compiles
 # them with $(KCXX) $(KFLAGS) like kernels/*.cpp and phases/kernels/*.cpp.
-UNIT_OBJ := $(filter-out $(BUILD)/harness/main.o,$(HOST_OBJ)) $(LADDER_OBJ) $(KERNEL_OBJ)
+UNIT_OBJ := $(filter-out $(BUILD)/programs/test_deltanet.o,$(HOST_OBJ)) $(LADDER_OBJ) $(KERNEL_OBJ)
 
 $(BUILD)/test_harness: $(BUILD)/tests/test_harness.o $(BUILD)/tests/executor_kernels.o $(UNIT_OBJ)
 	@echo "  LINK  $@"

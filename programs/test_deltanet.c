@@ -1,7 +1,7 @@
 /* test_deltanet: the Delta-Net kernel ladder, checked against a
  * double-precision host reference. */
-#include "internal.h"
-#include "tensors.h"
+#include "../harness/internal.h"
+#include "../harness/tensors.h"
 
 #include "../kernels/kdn.h"
 #include "../phases/phases.h"
