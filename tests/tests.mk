@@ -18,6 +18,7 @@
 #   no issue numbers or work periods in the tree (make history-check),
 #   the docs' links and README.md's ladder table (tests/docs_check.py),
 #   every #include pointing down the layers, no loop (tests/test_layers.py),
+#   the code's sizes (tests/test_sizes.py),
 #   the reference against itself, result logs and reports,
 #   the product kernels under the executor's descending and shuffled
 #   schedules (races the ascending order hides), the executor's unit tests,
@@ -130,7 +131,7 @@ fuzz:
 .PHONY: test-asan test-gfx906 test-schedules test-race mutate history-check test-history-check check
 # make check: the developer's loop, CPU only, no toolchain beyond gcc and
 # python3 (under 2 minutes on 2 cores once built): the harness's unit tests,
-# the include layers, the planted faults' markers, tools/setup/deps.sh, the results
+# the include layers, the code's sizes, the planted faults' markers, tools/setup/deps.sh, the results
 # index, the tree's words, the gfx906 simulator's self-test, the docs' links
 # and README.md's ladder table (tests/docs_check.py), and the ladder's quick
 # rows against the baseline.
@@ -139,6 +140,7 @@ check:
 	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_harness
 	@build/cpu/test_harness
 	@python3 tests/test_layers.py --self-test && python3 tests/test_layers.py
+	@python3 tests/test_sizes.py --self-test && python3 tests/test_sizes.py
 	@sh tests/mutate.sh --check
 	@sh tests/test_deps.sh
 	@$(MAKE) --no-print-directory test-tuning
@@ -233,6 +235,7 @@ test:
 	@python3 tools/report/results_index.py --check
 	@$(MAKE) --no-print-directory test-history-check
 	@python3 tests/test_layers.py --self-test && python3 tests/test_layers.py
+	@python3 tests/test_sizes.py --self-test && python3 tests/test_sizes.py
 	@python3 tests/docs_check.py --self-test && python3 tests/docs_check.py build/cpu/test_deltanet
 	@$(MAKE) --no-print-directory BACKEND=cpu test-reference
 	@sh tests/test_install.sh cpu
