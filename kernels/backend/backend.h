@@ -13,6 +13,8 @@
 #include <math.h>
 #include <stddef.h>
 
+#include "runtime.h" // what KDN_LAUNCH and the launchers call (runtime_gpu.cpp, runtime_cpu.cpp)
+
 #if defined(KDN_BACKEND_HIP)
 #include <hip/hip_runtime.h>
 #define KDN_WAVE 64
@@ -108,21 +110,6 @@
 #error "define one of KDN_BACKEND_HIP, KDN_BACKEND_CUDA, KDN_BACKEND_CPU"
 #endif
 
-#if !defined(KDN_BACKEND_CPU)
-// KDN_LAUNCH's bookkeeping (runtime_gpu.cpp): kdn_launch_may_run counts the
-// launch and says whether it may run (not while an earlier launch failure of
-// this host thread stands, as on the CPU executor); kdn_note_launch records
-// its outcome, the runtime's last error taken right after the launch, so
-// kdn_sync() or the library call reports it. The runtime's error is the
-// launch's own: the library refuses to start while one is pending
-// (kdn_error_pending), and the ladder takes each at kdn_sync().
-bool kdn_launch_may_run(void);
-void kdn_note_launch(const char *kernel, gpuError_t code);
-// The stream KDN_LAUNCH enqueues on (kdn_set_stream; NULL: the default
-// stream). Per host thread, so callers on different threads keep theirs.
-extern thread_local void *kdn_launch_stream;
-#endif
-
 // Programmatic dependent launch (CUDA, sm_90 and later): KDN_LAUNCH_PDL lets
 // a kernel start while the stream's previous kernel finishes, so that its
 // launch and its arithmetic on the call overlap that kernel's tail, as
@@ -143,9 +130,6 @@ __device__ __forceinline__ void kdn_wait_prior_grid() {
     asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
 }
-// 1 when `kernel`, as loaded on the current device, carries the wait (PTX of
-// sm_90 or later; asked of the runtime once per device and kernel).
-int kdn_pdl_capable(const void *kernel);
 template <typename... Params, typename... Args>
 static inline cudaError_t kdn_launch_pdl(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shmem,
                                          Args... args) {
@@ -173,17 +157,10 @@ __device__ __forceinline__ void kdn_wait_prior_grid() {}
 #define KDN_LAUNCH_PDL KDN_LAUNCH
 #endif
 
-// A launcher that cannot run a shape (beyond a kernel's documented limits)
-// calls this instead of launching; kdn_sync() then reports it as the error
-// (KDN_FAULT_REFUSED), and this host thread's later launches do not run
-// until it is taken.
-void kdn_launch_refused(const char *kernel, const char *why);
-
 // A kernel launched with more than 48 KB of dynamic LDS: CUDA needs an opt-in
 // per kernel; gfx906 and the CPU executor allow 64 KB as they are. A failed
 // opt-in is recorded as the kernel's launch failure (the launch would fail).
 #if defined(KDN_BACKEND_CUDA)
-void kdn_note_runtime_call(const char *what, const char *kernel, gpuError_t code);
 #define KDN_ALLOW_LDS(kernel, bytes)                                                                          \
     kdn_note_runtime_call("cudaFuncSetAttribute", #kernel,                                                  \
                           cudaFuncSetAttribute((const void *)(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, \
@@ -202,7 +179,6 @@ void kdn_note_runtime_call(const char *what, const char *kernel, gpuError_t code
 #if defined(KDN_BACKEND_CPU)
 #define KDN_ROUND_WORKGROUPS(kernel, threads, gfx906_per_cu) (60 * (gfx906_per_cu))
 #else
-int kdn_round_workgroups(const void *kernel, int threads);
 #define KDN_ROUND_WORKGROUPS(kernel, threads, gfx906_per_cu) kdn_round_workgroups((const void *)(kernel), (threads))
 #endif
 

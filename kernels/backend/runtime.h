@@ -80,5 +80,34 @@ size_t kdn_flush_bytes(void);
 
 #ifdef __cplusplus
 }
+
+/* ---- what the kernels' launch macros and launchers call (backend.h) ------
+ * C++ only. GPU builds (runtime_gpu.cpp): KDN_LAUNCH's bookkeeping,
+ * kdn_launch_may_run counts the launch and says whether it may run (not
+ * while an earlier launch failure of this host thread stands, as on the CPU
+ * executor); kdn_note_launch records its outcome, the runtime's last error
+ * (a hipError_t / cudaError_t) taken right after the launch, so kdn_sync()
+ * or the library call reports it. The runtime's error is the launch's own:
+ * the library refuses to start while one is pending (kdn_error_pending), and
+ * the ladder takes each at kdn_sync(). kdn_launch_stream: the stream
+ * KDN_LAUNCH enqueues on (kdn_set_stream; NULL: the default stream), per
+ * host thread, so callers on different threads keep theirs. */
+bool kdn_launch_may_run(void);
+void kdn_note_launch(const char *kernel, int code);
+extern thread_local void *kdn_launch_stream;
+/* CUDA: 1 when `kernel`, as loaded on the current device, carries the
+ * programmatic-launch wait (PTX of sm_90 or later; asked of the runtime once
+ * per device and kernel); the outcome of a runtime call a launcher makes
+ * (KDN_ALLOW_LDS: the launch would fail), recorded as the kernel's launch
+ * failure. */
+int kdn_pdl_capable(const void *kernel);
+void kdn_note_runtime_call(const char *what, const char *kernel, int code);
+/* GPU builds: KDN_ROUND_WORKGROUPS (backend.h). */
+int kdn_round_workgroups(const void *kernel, int threads);
+/* Every build (runtime_gpu.cpp, runtime_cpu.cpp): a launcher that cannot run
+ * a shape (beyond a kernel's documented limits) calls this instead of
+ * launching; kdn_sync() then reports it as the error (KDN_FAULT_REFUSED),
+ * and this host thread's later launches do not run until it is taken. */
+void kdn_launch_refused(const char *kernel, const char *why);
 #endif
 #endif

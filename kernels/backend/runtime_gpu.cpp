@@ -56,11 +56,13 @@ bool kdn_launch_may_run(void) {
     return fault.kind == KDN_FAULT_NONE;
 }
 
-void kdn_note_launch(const char *kernel, gpuError_t code) {
+void kdn_note_launch(const char *kernel, int error) {
+    const gpuError_t code = (gpuError_t)error;
     if (code != gpuSuccess) record_fault(KDN_FAULT_LAUNCH, "launch of %s failed: %s", kernel, gpuGetErrorString(code));
 }
 
-void kdn_note_runtime_call(const char *what, const char *kernel, gpuError_t code) {
+void kdn_note_runtime_call(const char *what, const char *kernel, int error) {
+    const gpuError_t code = (gpuError_t)error;
     if (code == gpuSuccess) return;
     char call[160];
     snprintf(call, sizeof call, "%s for %s", what, kernel);
