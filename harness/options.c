@@ -3,6 +3,8 @@
 #include "internal.h"
 #include "tensors.h"
 
+#include "../kernels/kdn.h" /* the kernels' limits */
+
 #include <errno.h>
 #include <stddef.h>
 #include <fnmatch.h>
@@ -29,7 +31,9 @@ static bool parse_int(const char *s, long lo, long hi, long *out) {
 }
 
 /* --set keys: Shape fields with their allowed range, as the error says it;
- * `dims`: a tensor dimension, which --load takes from the files instead. */
+ * `dims`: a tensor dimension, which --load takes from the files instead.
+ * D_k and chunk are the chunked kernels' (kdn.h's kdn_two_launch_limits:
+ * every Delta-Net row runs them), read by key_hi and key_limit. */
 static const struct {
     const char *key;
     size_t offset;
@@ -41,14 +45,33 @@ static const struct {
     {"n_seqs", offsetof(Shape, n_seqs), 1, 65535, "1 to 65535", true},
     {"H_k", offsetof(Shape, H_k), 1, 65535, "1 to 65535", true},
     {"H_v", offsetof(Shape, H_v), 1, 65535, "1 to 65535, a multiple of H_k", true},
-    {"D_k", offsetof(Shape, D_k), 1, 128, "1 to 128 (the kernels' limit)", true},
+    {"D_k", offsetof(Shape, D_k), 1, 0, NULL, true},
     {"D_v", offsetof(Shape, D_v), 1, 4096, "1 to 4096", true},
-    {"chunk", offsetof(Shape, chunk), 32, 64, "32 or 64", false},
+    {"chunk", offsetof(Shape, chunk), 0, 0, NULL, false},
     {"head_map", offsetof(Shape, head_map), 0, 1, "tiled or block (or 0, 1)", false},
 };
 enum { N_SET_KEYS = sizeof set_keys / sizeof set_keys[0] };
 
 static int *shape_field(Shape *s, int key) { return (int *)((char *)s + set_keys[key].offset); }
+
+static bool is_key(int key, size_t offset) { return set_keys[key].offset == offset; }
+
+/* 1 when v is in key's range. */
+static bool key_takes(int key, long v) {
+    const KdnLimits *l = &kdn_two_launch_limits;
+    if (is_key(key, offsetof(Shape, D_k))) return v >= 1 && v <= l->max_D_k;
+    if (is_key(key, offsetof(Shape, chunk))) return v == l->chunks[0] || v == l->chunks[1];
+    return v >= set_keys[key].lo && v <= set_keys[key].hi;
+}
+
+/* key's range as the errors say it (buf: room for the kernels' numbers). */
+static const char *key_limit(int key, char *buf, size_t size) {
+    const KdnLimits *l = &kdn_two_launch_limits;
+    if (is_key(key, offsetof(Shape, D_k))) snprintf(buf, size, "1 to %d (the kernels' limit)", l->max_D_k);
+    else if (is_key(key, offsetof(Shape, chunk))) snprintf(buf, size, "%d or %d", l->chunks[0], l->chunks[1]);
+    else return set_keys[key].limit;
+    return buf;
+}
 
 /* KEY=VALUE; head_map takes tiled/block, seed sets the seed. */
 static int parse_set(const char *arg, Options *o, char *err, size_t size) {
@@ -65,18 +88,18 @@ static int parse_set(const char *arg, Options *o, char *err, size_t size) {
     }
     for (int i = 0; i < N_SET_KEYS; i++) {
         if (strlen(set_keys[i].key) != klen || strncmp(arg, set_keys[i].key, klen) != 0) continue;
-        bool head_map = set_keys[i].offset == offsetof(Shape, head_map);
-        bool chunk = set_keys[i].offset == offsetof(Shape, chunk);
+        bool head_map = is_key(i, offsetof(Shape, head_map));
+        char limit[64];
         if (head_map && (strcmp(val, "tiled") == 0 || strcmp(val, "block") == 0))
             v = strcmp(val, "block") == 0;
         else if (head_map && !parse_int(val, LONG_MIN, LONG_MAX, &v))
             return snprintf(err, size, "--set '%s': head_map is tiled or block (or 0, 1), '%s' is neither", arg, val), 2;
         else if (!head_map && !parse_int(val, LONG_MIN, LONG_MAX, &v))
             return snprintf(err, size, "--set '%s': %s takes a whole number, '%s' is not one (%s is %s)", arg,
-                            set_keys[i].key, val, set_keys[i].key, set_keys[i].limit), 2;
-        else if (v < set_keys[i].lo || v > set_keys[i].hi || (chunk && v != 32 && v != 64))
+                            set_keys[i].key, val, set_keys[i].key, key_limit(i, limit, sizeof limit)), 2;
+        else if (!key_takes(i, v))
             return snprintf(err, size, "--set '%s': %s out of range: %s is %s", arg, set_keys[i].key,
-                            set_keys[i].key, set_keys[i].limit), 2;
+                            set_keys[i].key, key_limit(i, limit, sizeof limit)), 2;
         *shape_field(&o->set, i) = (int)v;
         o->set_fields |= 1u << i;
         return 0;
@@ -93,9 +116,10 @@ int apply_set(const Options *o, const Test *t, Test *out, char *err, size_t size
     if (o->load_dir && layer_shape_from_files(o->load_dir, t->name, &out->shape, err, size) != 0) return 2;
     for (int i = 0; o->load_dir && i < N_SET_KEYS; i++) {
         long v = *shape_field(&out->shape, i);
-        if (set_keys[i].dims && (v < set_keys[i].lo || v > set_keys[i].hi))
+        char limit[64];
+        if (set_keys[i].dims && !key_takes(i, v))
             return snprintf(err, size, "--load: the files give %s = %ld, out of range: %s is %s", set_keys[i].key, v,
-                            set_keys[i].key, set_keys[i].limit), 2;
+                            set_keys[i].key, key_limit(i, limit, sizeof limit)), 2;
     }
     if (out->shape.H_k > 0 && out->shape.H_v % out->shape.H_k != 0) { /* phase 4-5 rows have no heads */
         snprintf(err, size, "--set: test %s would have H_v = %d, not a multiple of H_k = %d", t->name, out->shape.H_v,

@@ -22,7 +22,7 @@ static void usage(FILE *f) {
             "  --reps N         timed runs per variant with --bench (default %d; fewer past 3 s)\n"
             "  --seed N         seed of the input generator (default %u)\n"
             "  --set KEY=VALUE  override the shape of the Delta-Net tests (phases 4-8): T, n_seqs, H_k, H_v,\n"
-            "                   D_k (<= 128), D_v, chunk (32 or 64), head_map (tiled|block), seed; repeatable\n"
+            "                   D_k (<= %d), D_v, chunk (%d or %d), head_map (tiled|block), seed; repeatable\n"
             "  --dump DIR       write inputs, kernel outputs (float32) and references (float64) as\n"
             "                   DIR/<test>__<tensor>.npy (shapes: docs/bench.md)\n"
             "  --load DIR       phase-8 tests read q, k, v, g, beta, state from DIR/<test>__<name>.npy\n"
@@ -43,7 +43,8 @@ static void usage(FILE *f) {
             "exit status: 0 all passed, 1 a test failed (--compare: a regression), 2 bad usage,\n"
             "an unreadable or incomplete log, bad input or an I/O error, 3 a test was refused (its\n"
             "memory, its time estimate or its run over a limit; 1 and 2 take precedence), 77 no device\n",
-            DEFAULT_REPS, DEFAULT_SEED, DEFAULT_MAX_SECONDS);
+            DEFAULT_REPS, DEFAULT_SEED, kdn_two_launch_limits.max_D_k, kdn_two_launch_limits.chunks[0],
+            kdn_two_launch_limits.chunks[1], DEFAULT_MAX_SECONDS);
 }
 
 static void list_tests(const Options *o) {
