@@ -22,7 +22,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE_DIRS = ("programs", "harness", "kernels", "kernels/backend", "phases", "phases/kernels", "reference", "tests")
 # Each backend's executables, so every object of make test's builds is asked about.
 TARGETS = {
-    "cpu": ["test_deltanet", "test_harness", "test_failing", "test_report_escape", "test_threads"],
+    "cpu": ["test_deltanet", "test_harness", "test_failing", "test_report_escape", "test_threads", "test_tuning",
+            "kdn_tune"],
     "hip": ["test_deltanet"],
     "cuda": ["test_deltanet"],
 }
