@@ -293,8 +293,11 @@ ggml-headers:
 isa-vs-llama: $(TOOLCHAIN_READY) $(GGML_READY)
 	@test -n "$(GGML)" || { echo "make isa-vs-llama: GGML=DIR (a ggml or llama.cpp checkout) is needed"; exit 2; }
 	@ROCM6_BIND="$(abspath $(GGML))" $(ISA_ENV) $(SIM_PYTHON) -m lens vs-llama $(GGML) $(SIM_ARGS)
-calibrate: $(TOOLCHAIN_READY)
-	@$(ISA_ENV) $(SIM_PYTHON) -m lens calibrate
+# calibrate: the kernel rows need ggml's trees (CALIB_GGML=DIR: a ggml clone or mirror; else one is cloned
+# under build/calib) and, for ggml's HIP headers, GGML_READY. CALIB_OUT: where the table goes.
+CALIB_OUT ?= results/gfx906-calibration.tsv
+calibrate: $(TOOLCHAIN_READY) $(GGML_READY)
+	@$(ISA_ENV) $(SIM_PYTHON) -m lens calibrate $(CALIB_OUT)
 
 # The ROCm 6.4 chroot and its tool wrappers (made once, then only checked).
 rocm6-chroot:

@@ -1,19 +1,45 @@
-"""Calibration against published gfx906 measurements."""
+"""Calibration against published gfx906 measurements: results/gfx906-calibration.tsv, two kinds of rows.
+
+  micro   the lens's own microbenchmarks (calib/gfx906_calib.cpp) against published rates of the chip
+          (clpeak, wiki-gfx906): within 10 % of the published range
+  kernel  public kernels measured on gfx906 (results/gfx906-published.tsv), each compiled from the
+          commit that was measured (a ggml tree fetched at run time into build/calib, never kept),
+          launched as its framework launched it at the measured shape, simulated: within 25 % of the
+          measurement
+
+A row outside is marked with the reason (OUTSIDE below); a marked row that comes within fails the check
+(its reason is stale), as does an unmarked row outside. The residuals of the rows within give the
+bands of every simulated figure (bands())."""
 import os
 import struct
+import subprocess
 
-from lens.codeobj import ROOT, demangle
+from lens.codeobj import ROOT, build, build_ggml, demangle
 from lens.device import simulate
+from lens.ggml import case_kernel, find_kernel
 from lens.launch import Launch
 from lens.machine import CUS
-from lens.program import load
+from lens.program import Objects, load
 
 
-# ---- calibration against published gfx906 measurements ----------------------------------------
 CLPEAK = "https://github.com/krrishnarraj/clpeak/issues/109 (clpeak, Radeon Pro VII, gfx906)"
 SKYNE = ("https://skyne98.github.io/wiki-gfx906/studies/2026-02-21/gfx906-latency-hiding-ops.html "
          "(skyne98/wiki-gfx906, MI50)")
 CALIB_SRC = os.path.join(ROOT, "lens/calib/gfx906_calib.cpp")
+PUBLISHED = os.path.join(ROOT, "results/gfx906-published.tsv")
+TABLE = os.path.join(ROOT, "results/gfx906-calibration.tsv")
+COLS = ["row", "kind", "what", "measured_low", "measured_high", "unit", "simulated", "clock_mhz", "time_ratio",
+        "status", "source"]
+TOL = {"micro": 0.10, "kernel": 0.25}
+GGML_URL = "https://github.com/ggml-org/ggml.git"
+# Rows the lens does not reproduce, and why. The reasons are checked: such a row must stay outside.
+OUTSIDE = {
+    "dpp-bpermute": "the published kernels are not published: their rates are 32 % and 37 % of the simulated "
+                    "ceilings, bound by something their source would show (docs/performance.md, Calibration)",
+    "gdn-decode": "simulated 9 us, loaded clock (or 15 us at the light one) against 86.8 measured: the kernel "
+                  "(23 VGPRs, no scratch, coalesced state rows) is HBM- and issue-bound in the lens; no published "
+                  "latency, clock or dispatch figure closes a 10x gap that SOLVE_TRI's row (same run) does not show",
+}
 
 
 def kernargs(*vals):
@@ -25,8 +51,9 @@ def kernargs(*vals):
     return out
 
 
-def calibration(co):
-    """(benchmark, simulated, published low, high, unit, source) rows from the calibration kernels."""
+def micro_rows(co, rounds):
+    """Rows (row, what, rate, simulated seconds of the slowest part, clock, published low, high, unit,
+    source) of the microbenchmarks, each a loop of `rounds` iterations."""
     ks = load(co)
     by = {demangle([n])[n].split("(")[0]: c for n, c in ks.items()}
     wgs, threads = CUS * 8, 256
@@ -34,21 +61,158 @@ def calibration(co):
     out_p, in_p = 1 << 40, 1 << 41
 
     def run(name, args, hbm=0):
-        return simulate(by[name], Launch((wgs, 1, 1), (threads, 1, 1), 0, kernargs(*args), hbm_bytes=hbm)).us * 1e-6
+        return simulate(by[name], Launch((wgs, 1, 1), (threads, 1, 1), 0, kernargs(*args), hbm_bytes=hbm))
 
-    rounds = 4096
-    fma = 2 * 64 * rounds * n_threads / run("calib_fma", [("p", out_p), ("f", 1.0001), ("f", 0.5), ("i", rounds)])
+    fma = run("calib_fma", [("p", out_p), ("f", 1.0001), ("f", 0.5), ("i", rounds)])
     n4 = n_threads * 256
-    stream = 16 * n4 / run("calib_stream", [("p", in_p), ("p", out_p), ("i", n4)], hbm=16 * n4 + 4 * n_threads)
-    lds = 16 * 4 * rounds * n_threads / run("calib_lds", [("p", out_p), ("i", rounds)])
-    dpp = rounds * n_threads / run("calib_dpp", [("p", out_p), ("i", rounds)])
-    bperm = rounds * n_threads / run("calib_bpermute", [("p", out_p), ("i", rounds)])
-    return [("fp32 FMA peak, TFLOP/s", fma / 1e12, 12.6, 12.9, CLPEAK),
-            ("streaming read float4 (global_load_dwordx4), GB/s", stream / 1e9, 797, 828, CLPEAK),
-            ("streaming read global_load_dwordx4, GB/s", stream / 1e9, 867, 873, SKYNE),
-            ("LDS ds_read_b128 streaming, TB/s", lds / 1e12, 9.5, 11.2, SKYNE),
-            ("DPP row_shr exchange rate / ds_bpermute_b32's", dpp / bperm, 1778 / 970, 1784 / 962, SKYNE)]
+    stream = run("calib_stream", [("p", in_p), ("p", out_p), ("i", n4)], hbm=16 * n4 + 4 * n_threads)
+    lds = run("calib_lds", [("p", out_p), ("i", rounds)])
+    dpp = run("calib_dpp", [("p", out_p), ("i", rounds)])
+    bperm = run("calib_bpermute", [("p", out_p), ("i", rounds)])
+
+    def rate(work, r):
+        return work / (r.us * 1e-6)
+    return [("fma", "fp32 FMA peak", rate(2 * 64 * rounds * n_threads / 1e12, fma), fma, 12.6, 12.9, "TFLOP/s",
+             CLPEAK),
+            ("stream-clpeak", "streaming read float4 (global_load_dwordx4)", rate(16 * n4 / 1e9, stream), stream, 797,
+             828, "GB/s", CLPEAK),
+            ("stream-wiki", "streaming read global_load_dwordx4", rate(16 * n4 / 1e9, stream), stream, 867, 873,
+             "GB/s", SKYNE),
+            ("lds", "LDS ds_read_b128 streaming", rate(16 * 4 * rounds * n_threads / 1e12, lds), lds, 9.5, 11.2,
+             "TB/s", SKYNE),
+            ("dpp-bpermute", "DPP row_shr exchange rate / ds_bpermute_b32's", bperm.us / dpp.us, dpp, 1778 / 970,
+             1784 / 962, "ratio", SKYNE)]
 
 
-def within(v, lo, hi, tol=0.10):
-    return lo * (1 - tol) <= v <= hi * (1 + tol)
+def read_tsv(path):
+    with open(path) as f:
+        head = f.readline().rstrip("\n").split("\t")
+        return [dict(zip(head, line.rstrip("\n").split("\t"))) for line in f if line.strip()]
+
+
+def ggml_tree(commit):
+    """build/calib/ggml-COMMIT: src/ and include/ of that ggml commit, archived from the git repository
+    CALIB_GGML names (a clone or mirror of ggml), else from a blob-less clone of GGML_URL made under
+    build/calib. Returns None (and says why) when neither is there."""
+    out = os.path.join(ROOT, "build/calib", "ggml-" + commit)
+    if os.path.isdir(os.path.join(out, "src")):
+        return out
+    repo = os.environ.get("CALIB_GGML") or os.path.join(ROOT, "build/calib/ggml.git")
+    if not os.environ.get("CALIB_GGML") and not os.path.isdir(repo):
+        if subprocess.run(["git", "clone", "-q", "--bare", "--filter=blob:none", GGML_URL, repo]).returncode:
+            print("lens calibrate: no ggml repository (CALIB_GGML=DIR, or network to github.com)")
+            return None
+    os.makedirs(out + ".partial", exist_ok=True)
+    arch = subprocess.run(["git", "-C", repo, "archive", commit, "src", "include"], capture_output=True)
+    if arch.returncode:
+        print("lens calibrate: %s has no ggml commit %s" % (repo, commit))
+        return None
+    subprocess.run(["tar", "-x", "-C", out + ".partial"], input=arch.stdout, check=True)
+    os.rename(out + ".partial", out)
+    return out
+
+
+def kernel_rows():
+    """Rows (row, what, simulated result or None, measured us, the published row, why not simulated)."""
+    rows, objects = [], {}
+    for p in read_tsv(PUBLISHED):
+        commit = p["source_commit"].split()[-1]
+        src, names, make = case_kernel(p["case"])
+        if names is None:
+            rows.append((p, None, make))
+            continue
+        if (commit, src) not in objects:
+            tree = ggml_tree(commit)
+            outdir = os.path.join(ROOT, "build/calib", "co-" + commit)
+            os.makedirs(outdir, exist_ok=True)
+            objects[(commit, src)] = tree and Objects([build_ggml(tree, src, outdir)])
+        if objects[(commit, src)] is None:
+            rows.append((p, None, "no ggml tree at %s" % commit))
+            continue
+        code = find_kernel(objects[(commit, src)].by_name, names)
+        if code is None:
+            rows.append((p, None, "no %s in ggml %s's %s.cu" % (" or ".join(names), commit, src)))
+            continue
+        rows.append((p, simulate(code, make(code)), None))
+    return rows
+
+
+def nearest_ratio(sim, lo, hi):
+    """sim over the nearest end of [lo, hi] (1 inside)."""
+    return sim / lo if sim < lo else sim / hi if sim > hi else 1.0
+
+
+def status(row, kind, time_ratio, why=None):
+    if why:
+        return "not simulated: " + why
+    inside = abs(time_ratio - 1) <= TOL[kind] + 1e-12
+    if row in OUTSIDE:
+        return ("STALE (within %d %%, marked outside)" % (100 * TOL[kind])) if inside else "outside: " + OUTSIDE[row]
+    return ("within %d %%" % (100 * TOL[kind])) if inside else "OUTSIDE %d %%, unexplained" % (100 * TOL[kind])
+
+
+def calibration(co, rounds=512, kernels=True):
+    """The table's rows (lists of strings, COLS)."""
+    out = []
+    for row, what, v, res, lo, hi, unit, src in micro_rows(co, rounds):
+        # a rate's time ratio is the published rate over the simulated one (a ratio row: as a time)
+        t = (1 / nearest_ratio(v, lo, hi)) if unit != "ratio" else nearest_ratio(v, lo, hi)
+        out.append([row, "micro", what, "%.4g" % lo, "%.4g" % hi, unit, "%.3g" % v, "%.0f" % (res.clock / 1e6),
+                    "%.3f" % t, status(row, "micro", t), src])
+    for p, res, why in (kernel_rows() if kernels else []):
+        us = float(p["us"])
+        sim, clock, t = ("-", "-", "-") if res is None else ("%.1f" % res.us, "%.0f" % (res.clock / 1e6),
+                                                           "%.3f" % (res.us / us))
+        out.append([p["id"], "kernel", "%s %s (%s, %s, %s, %s)" % (p["kernel"], p["case"], p["timer"], p["hardware"],
+                                                                    p["rocm"], p["software"]),
+                    p["us"], p["us"], "us", sim, clock, t, status(p["id"], "kernel", None if res is None else
+                                                                 res.us / us, why), p["url"]])
+    return out
+
+
+def failures(rows):
+    return [r for r in rows if r[9].startswith(("OUTSIDE", "STALE"))]
+
+
+def write(rows, path):
+    with open(path, "w") as f:
+        f.write("\t".join(COLS) + "\n")
+        for r in rows:
+            f.write("\t".join(r) + "\n")
+
+
+def bands():
+    """(low, high) factors of the calibration's residuals: a simulated time t stands for a real one
+    in [t / high, t / low], from the time ratios of the rows within their tolerance."""
+    if not os.path.exists(TABLE):
+        return 1.0, 1.0
+    ratios = [float(r["time_ratio"]) for r in read_tsv(TABLE) if r["status"].startswith("within")]
+    return (min(ratios), max(ratios)) if ratios else (1.0, 1.0)
+
+
+def band(us, us_other, spread=None):
+    """(low, high) of a simulated time: both clocks under load, widened by the residuals."""
+    lo, hi = spread or bands()
+    return min(us, us_other) / hi, max(us, us_other) / lo
+
+
+def main(argv):
+    """calibrate [OUT.tsv]: CALIB_ROUNDS (512) iterations per microbenchmark loop (the rates are the
+    loops' steady state; 512 keeps every microbenchmark far above the dispatch floor); CALIB_KERNELS=0
+    leaves the kernel rows out. Exit 1 on a failing row, 77 when the kernel rows had no ggml tree."""
+    out = os.path.join(ROOT, "build/sim")
+    os.makedirs(out, exist_ok=True)
+    rows = calibration(build(CALIB_SRC, out), int(os.environ.get("CALIB_ROUNDS", "512")),
+                       os.environ.get("CALIB_KERNELS", "1") != "0")
+    path = argv[2] if len(argv) > 2 else TABLE
+    write(rows, path)
+    for r in rows:
+        print("%-14s %-7s measured %9s-%-9s %-8s simulated %9s  at %4s MHz  time ratio %6s  %s" % (
+            r[0], r[1], r[3], r[4], r[5], r[6], r[7], r[8], r[9][:80]))
+    print("wrote %s" % os.path.relpath(path, ROOT))
+    if failures(rows):
+        return 1
+    if any(r[9].startswith("not simulated: no ggml tree") for r in rows):
+        print("lens calibrate: kernel rows not simulated (no ggml tree): skipped, not passed")
+        return 77
+    return 0

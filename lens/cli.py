@@ -13,12 +13,12 @@ calibrate targets):
 import os
 import sys
 
-from lens.calibrate import CALIB_SRC, calibration, within
-from lens.codeobj import ROOT, build
+from lens.codeobj import ROOT
 from lens.gate import check, CODE_TABLE, LOOPS_TABLE, REGRESSION, SIM_TABLE, save_tables, toolchain_name
-from lens.product import SHAPES, Objects, PRODUCT_SRC, print_rows, product_rows
+from lens.product import SHAPES, PRODUCT_SRC, print_rows, product_rows
+from lens.program import Objects
 from lens.selftest import selftest
-from lens import static, vs_llama
+from lens import calibrate, static, vs_llama
 from lens.figures import figures
 
 
@@ -38,21 +38,7 @@ def main(argv):
         print("gfx906 simulator selftest: %s" % ("%d failures" % len(fails) if fails else "all cases as worked out by hand"))
         return 1 if fails else 0
     if cmd == "calibrate":
-        out = os.path.join(ROOT, "build/sim")
-        os.makedirs(out, exist_ok=True)
-        co = build(CALIB_SRC, out)
-        rows = calibration(co)
-        path = argv[2] if len(argv) > 2 else os.path.join(ROOT, "results/gfx906-calibration.tsv")
-        with open(path, "w") as f:
-            f.write("benchmark\tsimulated\tpublished_low\tpublished_high\tsource\n")
-            for name, v, lo, hi, src in rows:
-                f.write("%s\t%.3g\t%.4g\t%.4g\t%s\n" % (name, v, lo, hi, src))
-        bad = [r for r in rows if not within(r[1], r[2], r[3])]
-        for name, v, lo, hi, _ in rows:
-            print("%-52s simulated %8.3g   published %.4g-%.4g %s" % (name, v, lo, hi,
-                                                                    "" if within(v, lo, hi) else "  OUTSIDE 10 %"))
-        print("wrote %s" % os.path.relpath(path, ROOT))
-        return 1 if bad else 0
+        return calibrate.main(argv)
     if cmd in ("table", "check"):
         # table|check [TOOLCHAIN CO_DIR]: default the local hipcc's, build/isa
         toolchain = argv[2] if len(argv) > 3 else toolchain_name()

@@ -22,6 +22,27 @@ def tool(env, *names):
 
 
 # ---- build ---------------------------------------------------------------------
+def build_ggml(ggml_dir, name, outdir):
+    """src/ggml-cuda/NAME.cu of a ggml checkout (or a llama.cpp one: its ggml/) as a gfx906 code
+    object OUTDIR/ggml_NAME.co, with the defines and flags of ggml's HIP build (device code only);
+    one newer than the source is taken as it is."""
+    root = os.path.abspath(ggml_dir)
+    if os.path.isdir(os.path.join(root, "ggml", "src")):
+        root = os.path.join(root, "ggml")
+    cu = os.path.join(root, "src", "ggml-cuda", name + ".cu")
+    if not os.path.exists(cu):
+        sys.exit("lens: no src/ggml-cuda/%s.cu under %s" % (name, ggml_dir))
+    co = os.path.join(outdir, "ggml_%s.co" % name)
+    if os.path.exists(co) and os.path.getmtime(co) >= os.path.getmtime(cu):
+        return co
+    cmd = [tool("HIPCC", "hipcc"), "-x", "hip", "--offload-arch=" + TARGET, "-O3", "-DNDEBUG", "-std=gnu++17",
+           "-DGGML_USE_HIP", "-D__HIP_PLATFORM_AMD__=1", "-I" + os.path.join(root, "src"),
+           "-I" + os.path.join(root, "include"), "--cuda-device-only", "--no-gpu-bundle-output", "-c", cu, "-o", co]
+    if subprocess.run(cmd).returncode:
+        sys.exit("lens: %s does not build for %s with %s" % (cu, TARGET, cmd[0]))
+    return co
+
+
 def build(src, outdir):
     """Device-only gfx906 code object of one kernel file (the same flags as
     the Makefile's HIP build)."""
@@ -67,11 +88,22 @@ def metadata(co):
     return kernels
 
 
+def without_parameters(pretty):
+    """A demangled function name without its parameter list (the last top-level '(...)': template
+    arguments may hold parentheses, as a function pointer's type does)."""
+    depth = 0
+    for i in range(len(pretty) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(pretty[i], 0)
+        if depth == 0 and pretty[i] == "(":
+            return pretty[:i]
+    return pretty
+
+
 def demangle(names):
     if not shutil.which("c++filt"):
         return {n: n for n in names}
     out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True).stdout.split("\n")
-    return {n: re.sub(r"\(.*", "", d) for n, d in zip(names, out)}
+    return {n: without_parameters(d) for n, d in zip(names, out)}
 
 
 # ---- disassembly ---------------------------------------------------------------

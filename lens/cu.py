@@ -2,7 +2,7 @@
 import math
 
 from lens.fastforward import KEEP, in_steady_loop, iterations_left, jump, register_plan, snapshot, steady_state
-from lens.machine import (BARRIER_LAT, DISPATCH_BASE, KERNARG_BASE, LAT_EXPORT, LAT_LDS, LAT_SMEM, LAT_STORE, LAT_VMEM,
+from lens.machine import (CLOCK, BARRIER_LAT, DISPATCH_BASE, KERNARG_BASE, LAT_EXPORT, LAT_LDS, LAT_SMEM, LAT_STORE, LAT_VMEM,
                           LDS_BYTES_PER_CLK, M32, SIMDS, VMEM_BYTES_PER_CLK, WAVE)
 from lens.semantics import Regs, exec_mask, set64, uniform
 
@@ -79,8 +79,9 @@ def counter_ready(times, n, t):
 class CU:
     """One compute unit running a set of resident workgroups to completion."""
 
-    def __init__(self, code, launch, wg_ids, fast=True):
+    def __init__(self, code, launch, wg_ids, fast=True, clock=CLOCK):
         self.code, self.launch = code, launch
+        self.lat_vmem, self.lat_store = LAT_VMEM * clock / CLOCK, LAT_STORE * clock / CLOCK  # fixed times
         mem = launch.memory(code)
         threads = launch.block[0] * launch.block[1] * launch.block[2]
         self.waves, self.groups = [], []
@@ -172,7 +173,7 @@ class CU:
                 self.vmem_free = start + nbytes / VMEM_BYTES_PER_CLK
                 self.vmem_busy += nbytes / VMEM_BYTES_PER_CLK
                 self.vmem_bytes += nbytes
-                done = self.vmem_free + (LAT_STORE if x.is_store else LAT_VMEM)
+                done = self.vmem_free + (self.lat_store if x.is_store else self.lat_vmem)
                 if w.vm and w.vm[-1] > done:
                     done = w.vm[-1]  # vmcnt counts down in issue order
                 w.vm.append(done)

@@ -2,7 +2,7 @@
 
 from lens.cu import CU
 from lens.launch import workgroups_per_cu
-from lens.machine import CLOCK, CUS, HBM_BYTES_PER_S
+from lens.machine import BUSY_LOADED, CLOCK_LIGHT, CLOCK_LOADED, CUS, DISPATCH_FLOOR_US, HBM_BYTES_PER_S
 
 
 # ---- the device: rounds of workgroups over 60 CUs -------------------------------------------------
@@ -15,14 +15,10 @@ def wg_coords(i, grid):
     return (i % grid[0], i // grid[0] % grid[1], i // (grid[0] * grid[1]))
 
 
-def simulate(code, launch):
-    """Simulated time of one launch: rounds of CUS x workgroups-per-CU workgroups (dispatched in
-    order, round robin over the CUs); a round lasts as long as its busiest simulated CU (CU 0, which
-    the round-robin dispatch gives the most workgroups) or its share of the kernel's HBM bytes at
-    the sustained bandwidth, whichever is longer. Every full round is taken to cost what the first
-    one does."""
+def run_rounds(code, launch, clock):
+    """[(count, size, CU clocks, CU)]: the rounds of a launch, each one simulated CU at this clock."""
     n = launch.grid[0] * launch.grid[1] * launch.grid[2]
-    per_cu, waves_simd = workgroups_per_cu(code, launch)
+    per_cu, _ = workgroups_per_cu(code, launch)
     if per_cu == 0:
         raise ValueError("%s: does not fit a CU (LDS %d B)" % (code.name, code.meta.get("lds_static", 0) + launch.lds))
     slots = CUS * per_cu
@@ -33,16 +29,49 @@ def simulate(code, launch):
             continue
         first = (full * slots) if size != slots else 0
         ids = [wg_coords(first + i * CUS, launch.grid) for i in range(-(-size // CUS)) if i * CUS < size]
-        cu = CU(code, launch, ids)
-        clocks = cu.run()
-        rounds.append((count, size, clocks, cu))
-    total_vmem = sum(c * cu.vmem_bytes * min(CUS, size) / max(1, len(cu.groups)) * len(cu.groups) / max(1, len(cu.groups))
-                     for c, size, _, cu in rounds)
+        cu = CU(code, launch, ids, clock=clock)
+        rounds.append((count, size, cu.run(), cu))
+    return rounds
+
+
+def round_seconds(rounds, hbm_total, n, clock):
+    """Each round's (count, seconds): the longer of its CU's clocks and its share of the HBM bytes."""
+    return [(count, max(clocks / clock, hbm_total * size / n / HBM_BYTES_PER_S)) for count, size, clocks, _ in rounds]
+
+
+def device_busy(rounds, secs, clock):
+    """The busiest of VALU (its busiest SIMD) and LDS, as a share of all 60 CUs over the launch's time."""
+    busy = sum(count * max(max(cu.valu_busy), cu.lds_busy) / clock * min(CUS, size)
+               for count, size, _, cu in rounds)
+    return busy / (CUS * sum(c * s for c, s in secs))
+
+
+def at_clock(code, launch, clock):
+    """(seconds, rounds, busy, HBM bytes) of one launch with the CUs at this clock."""
+    n = launch.grid[0] * launch.grid[1] * launch.grid[2]
+    rounds = run_rounds(code, launch, clock)
+    total_vmem = sum(c * cu.vmem_bytes * min(CUS, size) / max(1, len(cu.groups)) for c, size, _, cu in rounds)
     hbm_total = launch.hbm_bytes if launch.hbm_bytes is not None else total_vmem
-    cycles = 0.0
-    for count, size, clocks, cu in rounds:
-        hbm = hbm_total * size / n / HBM_BYTES_PER_S * CLOCK
-        cycles += count * max(clocks, hbm)
-    us = cycles / CLOCK * 1e6
-    return SimResult(us=us, rounds=rounds, per_cu=per_cu, waves_simd=waves_simd, wgs=n, slots=slots,
-                     unknown=sum(cu.unknown for _, _, _, cu in rounds), hbm_us=hbm_total / HBM_BYTES_PER_S * 1e6)
+    secs = round_seconds(rounds, hbm_total, n, clock)
+    return sum(c * s for c, s in secs), rounds, device_busy(rounds, secs, clock), hbm_total
+
+
+def simulate(code, launch):
+    """Simulated time of one launch: rounds of CUS x workgroups-per-CU workgroups (dispatched in
+    order, round robin over the CUs); a round lasts as long as its busiest simulated CU (CU 0, which
+    the round-robin dispatch gives the most workgroups) or its share of the kernel's HBM bytes at
+    the sustained bandwidth, whichever is longer. Every full round is taken to cost what the first
+    one does. Simulated at both clocks under load: the launch runs at the loaded one where it keeps
+    the device busy there (BUSY_LOADED), else at the light one; us is that clock's time, us_other the
+    other's (the clock is the least certain parameter: the bands take both). No launch costs less
+    than the dispatch floor."""
+    n = launch.grid[0] * launch.grid[1] * launch.grid[2]
+    per_cu, waves_simd = workgroups_per_cu(code, launch)
+    loaded, light = at_clock(code, launch, CLOCK_LOADED), at_clock(code, launch, CLOCK_LIGHT)
+    busy = loaded[2]
+    (secs, rounds, _, hbm_total), other, clock = (loaded, light, CLOCK_LOADED) if busy >= BUSY_LOADED else \
+        (light, loaded, CLOCK_LIGHT)
+    return SimResult(us=max(DISPATCH_FLOOR_US, secs * 1e6), us_other=max(DISPATCH_FLOOR_US, other[0] * 1e6),
+                     rounds=rounds, per_cu=per_cu, waves_simd=waves_simd, wgs=n, slots=CUS * per_cu,
+                     unknown=sum(cu.unknown for _, _, _, cu in rounds), hbm_us=hbm_total / HBM_BYTES_PER_S * 1e6,
+                     clock=clock, busy=busy)

@@ -52,6 +52,27 @@ class Launch:
         return mem
 
 
+def pack_args(code, vals):
+    """A kernel-argument segment: (struct format, value) per explicit argument, placed at the offsets
+    the code object's metadata gives; refuses arguments whose sizes are not the metadata's."""
+    args = [a for a in code.meta["args"] if not a["value_kind"].startswith("hidden_")]
+    if [a["size"] for a in args] != [struct.calcsize(f) for f, _ in vals]:
+        raise ValueError("%s's arguments are %s bytes, not the %s this launch knows" % (
+            code.name, [a["size"] for a in args], [struct.calcsize(f) for f, _ in vals]))
+    seg = bytearray(code.meta["kernarg_size"])
+    for a, (fmt, v) in zip(args, vals):
+        struct.pack_into(fmt, seg, a["offset"], *(v if isinstance(v, tuple) else (v,)))
+    return bytes(seg)
+
+
+def fastdiv_magic(d):
+    """The (multiplier, shift, divisor) triple of division by d with a 32-bit multiply-high and a
+    shift (Granlund-Montgomery, as ggml's init_fastdiv_values): shift = ceil(log2 d), multiplier =
+    2^32 (2^shift - d) / d + 1."""
+    shift = (d - 1).bit_length()
+    return ((1 << 32) * ((1 << shift) - d) // d + 1) & 0xffffffff, shift, d
+
+
 # ---- occupancy ---------------------------------------------------------------------------------
 def workgroups_per_cu(code, launch):
     """Workgroups one CU holds at once: VGPRs and SGPRs per SIMD, 10 waves per SIMD, LDS per CU

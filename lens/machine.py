@@ -2,8 +2,24 @@
 
 # ---- the machine: physical parameters ----------------------------------------------------------
 # Calibrated against published gfx906 measurements (results/gfx906-calibration.tsv): HBM_BYTES_PER_S,
-# LDS_BYTES_PER_CLK. Taken from the Vega ISA manual / the MI50 data sheet: the rest.
-CLOCK = 1.725e9            # Hz, MI50 boost clock
+# LDS_BYTES_PER_CLK, the clocks under load and the dispatch floor below. Taken from the Vega ISA manual /
+# the MI50 data sheet: the rest. Latencies are in clocks at CLOCK; the memory-side ones (LAT_VMEM,
+# LAT_STORE) are times, so at another clock they are those times in that clock's cycles.
+CLOCK = 1.725e9            # Hz, MI50 boost clock: the clock the latencies below are given at
+
+# Clocks under load (the power manager's choice). Published: 999 MHz, the DPM floor under decode load
+# (small and memory-bound kernels, rocprof VALU busy 20-30 %), and 1675-1690 MHz mean under prefill
+# (VALU busy 61 %), both on a Vega 20 die (exabit-io/llama.cpp-gfx906-tuning, README and
+# reports/2026-09-08-fa-counters.md). A launch whose device-wide busy share (the busiest of VALU and
+# LDS over all 60 CUs and its whole time) reaches BUSY_LOADED runs at CLOCK_LOADED, else at CLOCK_LIGHT;
+# the threshold lies between the two published loads.
+CLOCK_LIGHT = 0.999e9
+CLOCK_LOADED = 1.69e9
+BUSY_LOADED = 0.45
+# A kernel launched behind another on one stream costs at least this (published: small kernels "run
+# back to back at the ~4 us dispatch floor of GCN", rocprofv3 kernel trace of llama.cpp on a Vega 20
+# die, exabit-io/llama.cpp-gfx906-tuning reports/2026-09-08-m1-kernel-trace.md).
+DISPATCH_FLOOR_US = 4.0
 CUS = 60
 SIMDS = 4
 WAVE = 64

@@ -2,14 +2,12 @@
 import hashlib
 import json
 import os
-import re
 import subprocess
 
-from lens.codeobj import ROOT, demangle
+from lens.codeobj import ROOT
 from lens.device import simulate
 from lens.launch import Launch
-from lens.machine import CLOCK
-from lens.program import load
+from lens.calibrate import band, bands
 from lens.work import H_K, H_V, D_K, work_intra, work_recurrent, work_state
 
 
@@ -111,38 +109,22 @@ def code_key(code):
 
 # The simulator's rules, versioned: raise it with every change that can move a simulated time (the
 # gate then simulates every kernel again instead of taking the table's times for unchanged code).
-SIM_VERSION = "2"
-
-
-class Objects:
-    """The product code objects of one toolchain: kernels by their demangled name<template args>."""
-
-    def __init__(self, co_files):
-        self.by_name = {}
-        for co in co_files:
-            ks = load(co)
-            pretty = demangle(list(ks))
-            for sym, code in ks.items():
-                self.by_name[re.sub(r"^void ", "", pretty[sym]).split("(")[0]] = code
-
-    def get(self, name):
-        if name not in self.by_name:
-            raise KeyError("kernel %s not in the code objects" % name)
-        return self.by_name[name]
+SIM_VERSION = "3"
 
 
 # Simulated launches, on disk: the simulation is deterministic, so a launch of code whose key (its
 # instructions, resources and SIM_VERSION) is unchanged is not simulated again (make isa after a
 # change to one kernel re-simulates that kernel only). SIM_CACHE names the file; "" turns it off.
-SOURCE_HASH = hashlib.sha1(b"".join(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), f), "rb").read()
-                                    for f in sorted(os.listdir(os.path.dirname(os.path.abspath(__file__))))
-                                    if f.endswith(".py"))).hexdigest()[:12]
+# The modules a simulated launch's numbers depend on (the simulator and this file's summary of it).
+SIM_MODULES = ("machine", "decode", "semantics", "program", "launch", "fastforward", "cu", "device", "product")
+SOURCE_HASH = hashlib.sha1(b"".join(open(os.path.join(ROOT, "lens", m + ".py"), "rb").read()
+                                    for m in SIM_MODULES)).hexdigest()[:12]
 CACHE_FILE = os.environ.get("SIM_CACHE", os.path.join(ROOT, "build/sim/cache.tsv"))
 
 
 def cache_key(code, launch):
-    """The code's key, the launch and the simulator's own text (lens/*.py) (an edit that forgot SIM_VERSION does not
-    reuse old results)."""
+    """The code's key, the launch and the simulator's own text (SIM_MODULES: an edit that forgot
+    SIM_VERSION does not reuse old results)."""
     return "%s %s %s %s %d %s %s" % (SOURCE_HASH, code_key(code), ",".join(map(str, launch.grid)),
                                      ",".join(map(str, launch.block)), launch.lds,
                                      hashlib.sha1(launch.args).hexdigest()[:16], launch.hbm_bytes)
@@ -187,7 +169,7 @@ def summarise(res):
     """The numbers the tables keep of a SimResult: time, binding resource, the slowest wave's stalls
     by loop and cause in the round that costs most."""
     count, size, clocks, cu = max(res.rounds, key=lambda r: r[0] * r[2])
-    hbm_clocks = res.hbm_us * 1e-6 * CLOCK * size / res.wgs
+    hbm_clocks = res.hbm_us * 1e-6 * res.clock * size / res.wgs
     slow = max(cu.waves, key=lambda w: w.end)
     stalls = {}
     for (loop, cause), v in slow.stall.items():
@@ -201,33 +183,41 @@ def summarise(res):
     if res.rounds[-1][1] < res.slots and len(res.rounds) > 1 and res.rounds[-1][2] > 0.5 * clocks \
             and res.rounds[-1][1] < 0.5 * res.slots and binding != "HBM" and count == 1:
         binding = "rounds"
-    return dict(us=res.us, binding=binding, stalls=stalls, unknown=res.unknown, rounds=len(res.rounds),
-                per_cu=res.per_cu)
+    return dict(us=res.us, us_other=res.us_other, binding=binding, stalls=stalls, unknown=res.unknown,
+                rounds=len(res.rounds), per_cu=res.per_cu)
 
 
 def product_rows(objects, toolchain, shapes=SHAPES, paths=PATHS):
-    """Rows (toolchain, path, kernel, T, B, heads, gate, simulated_us, floor_us, binding, stalls) per
-    launch and per path total."""
-    rows = []
+    """Rows (toolchain, path, kernel, T, B, heads, gate, simulated_us, its band, floor_us, binding,
+    stalls) per launch and per path total."""
+    rows, spread = [], bands()
     for shape in shapes:
         T, B, heads, gate = full_shape(shape)
         for label, path in paths:
-            total, total_floor = 0.0, 0.0
+            total, total_floor, total_lo, total_hi, total_other = 0.0, 0.0, 0.0, 0.0, 0.0
             for name, grid, block, lds, args in recorded_launches(path, T, B, heads, gate):
                 flops, nbytes = floor_work(name, T, B, heads, gate)
                 r = simulate_cached(objects.get(name), Launch(grid, block, lds, args, hbm_bytes=nbytes))
                 f = floor_us(flops, nbytes)
+                lo, hi = band(r["us"], r["us_other"], spread)
                 rows.append(dict(toolchain=toolchain, path=label, kernel=name.replace(" ", ""), T=T, B=B, heads=heads,
-                                 gate=gate, us=r["us"], floor=f, binding=r["binding"], stalls=r["stalls"],
-                                 unknown=r["unknown"]))
+                                 gate=gate, us=r["us"], other=r["us_other"], low=lo, high=hi, floor=f,
+                                 binding=r["binding"],
+                                 stalls=r["stalls"], unknown=r["unknown"]))
                 total += r["us"]
                 total_floor += f
+                total_lo += lo
+                total_hi += hi
+                total_other += r["us_other"]
             rows.append(dict(toolchain=toolchain, path=label, kernel="total", T=T, B=B, heads=heads, gate=gate,
-                             us=total, floor=total_floor, binding="-", stalls={}, unknown=0))
+                             us=total, other=total_other, low=total_lo, high=total_hi, floor=total_floor,
+                             binding="-", stalls={}, unknown=0))
     return rows
 
 
-SIM_COLS = ["toolchain", "path", "kernel", "T", "B", "H_v", "gate", "simulated_us", "floor_us", "binding"]
+# simulated_us at the clock the lens picks, other_us at the other clock under load, low_us-high_us the band
+SIM_COLS = ["toolchain", "path", "kernel", "T", "B", "H_v", "gate", "simulated_us", "other_us", "low_us", "high_us",
+            "floor_us", "binding"]
 
 
 def print_rows(rows):

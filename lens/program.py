@@ -1,8 +1,9 @@
 """A kernel as the simulator runs it: its instructions (with their semantics), loops, resources
 and descriptor."""
+import re
 import struct
 
-from lens.codeobj import disassemble, metadata
+from lens.codeobj import demangle, disassemble, metadata
 from lens.decode import Inst
 from lens.semantics import semantics
 
@@ -74,3 +75,21 @@ def load(co):
     desc = kernel_descriptors(co)
     code = disassemble(co)
     return {n: Code(n, code[n], meta[n], desc[n]) for n in meta if n in code and n in desc}
+
+
+class Objects:
+    """Code objects of one toolchain (the product's, or another project's kernels): kernels by their
+    demangled name<template args>."""
+
+    def __init__(self, co_files):
+        self.by_name = {}
+        for co in co_files:
+            ks = load(co)
+            pretty = demangle(list(ks))
+            for sym, code in ks.items():
+                self.by_name[re.sub(r"^void ", "", pretty[sym])] = code
+
+    def get(self, name):
+        if name not in self.by_name:
+            raise KeyError("kernel %s not in the code objects" % name)
+        return self.by_name[name]

@@ -207,7 +207,10 @@ test-asan:
 # The gfx906 build with the host's hipcc where there is one (Debian 12: ROCm
 # 5.2, the quick local check) and, with TOOLCHAIN=rocm6 (CI), with ROCm 6.4
 # in its chroot (what MI50 users build with): the build, its resource limits,
-# the ISA gates and the library's exported symbols, per toolchain.
+# the ISA gates and the library's exported symbols, per toolchain; with ROCm 6.4
+# also the lens's calibration (make calibrate: its microbenchmarks and the
+# published kernel rows, each within its tolerance or outside for its stated
+# reason; the table goes to build/sim, the committed one stays).
 GFX906_CHECKS = $(MAKE) --no-print-directory BACKEND=hip TOOLCHAIN=$(1) build/hip$(if $(filter rocm6,$(1)),-rocm6)/test_deltanet && \
 	$(MAKE) --no-print-directory TOOLCHAIN=$(1) resources-check && \
 	$(MAKE) --no-print-directory TOOLCHAIN=$(1) isa-check && \
@@ -217,7 +220,8 @@ test-gfx906:
 	@if command -v $(HOST_HIPCC) >/dev/null 2>&1; then $(call GFX906_CHECKS,host,$(CC)) && \
 	    $(MAKE) --no-print-directory BACKEND=hip build/hip/test_graph; \
 	else echo "hipcc not found: gfx906 build with the host's toolchain skipped"; fi
-	@if [ "$(TOOLCHAIN)" = rocm6 ]; then $(call GFX906_CHECKS,rocm6,build/rocm6/bin/cc); fi
+	@if [ "$(TOOLCHAIN)" = rocm6 ]; then $(call GFX906_CHECKS,rocm6,build/rocm6/bin/cc) && \
+	    $(MAKE) --no-print-directory TOOLCHAIN=rocm6 calibrate CALIB_OUT=build/sim/calibration.tsv; fi
 
 test:
 	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_harness build/cpu/test_failing build/cpu/test_report_escape build/cpu/test_threads
