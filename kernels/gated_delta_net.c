@@ -79,15 +79,15 @@ typedef struct {
  * B = 4 (two-launch from 64) */
 #define H100_ROWS 2, {{1, 160}, {4, 32}}
 
-/* gfx906, the product, from the simulator (lens/, the MI50 lens, on the ROCm
- * 6.4 objects, results/gfx906-sim.tsv, docs/performance.md); no MI50 has
- * measured it. Chunk: 64 while its state pass runs in one round of the 60
- * CUs (8 value heads, T = 512: 329 against 368 us at C = 32), else 32, three
- * workgroups per CU (32 heads, T = 512: 598 against 783 us). B = 1:
- * recurrent faster up to T = 256 (312 against 314 us), two-launch from 320
- * (381 against 391). B = 4: recurrent simulated 2-10 % faster at every T up
- * to 4096, a margin inside the simulator's error: the H100's 32 until an
- * MI50 measures it. */
+/* gfx906, the product, from the calibrated simulator (lens/, the MI50 lens,
+ * on the ROCm 6.4 objects, results/gfx906-sim.tsv, docs/performance.md); no
+ * MI50 has measured it. Chunk: 64 while its state pass runs in one round of
+ * the 60 CUs, else 32, three workgroups per CU (a rounds argument, not a
+ * clock one). B = 1: recurrent faster up to T = 256 (318 against 320 us),
+ * two-launch from 320 (389 against 400) at the lens's clocks; at its other
+ * clocks two-launch leads from 128, so 128-256 is open within the band.
+ * B = 4: recurrent faster at every T simulated (to 4096) at the lens's
+ * clocks, beyond the band only at 32: 32 until an MI50 measures it. */
 #define GFX906_DISPATCH 0, 2, {{1, 256}, {4, 32}}
 
 static const BackendDispatch dispatches[] = {
