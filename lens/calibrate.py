@@ -61,7 +61,7 @@ def micro_rows(co, rounds):
     out_p, in_p = 1 << 40, 1 << 41
 
     def run(name, args, hbm=0):
-        return simulate(by[name], Launch((wgs, 1, 1), (threads, 1, 1), 0, kernargs(*args), hbm_bytes=hbm))
+        return simulate(by[name], Launch((wgs, 1, 1), (threads, 1, 1), 0, kernargs(*args), hbm_bytes=hbm), other=False)
 
     fma = run("calib_fma", [("p", out_p), ("f", 1.0001), ("f", 0.5), ("i", rounds)])
     n4 = n_threads * 256

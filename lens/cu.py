@@ -2,8 +2,8 @@
 import math
 
 from lens.fastforward import KEEP, in_steady_loop, iterations_left, jump, register_plan, snapshot, steady_state
-from lens.machine import (CLOCK, BARRIER_LAT, DISPATCH_BASE, KERNARG_BASE, LAT_EXPORT, LAT_LDS, LAT_SMEM, LAT_STORE, LAT_VMEM,
-                          LDS_BYTES_PER_CLK, M32, SIMDS, VMEM_BYTES_PER_CLK, WAVE)
+from lens.machine import (BARRIER_LAT, CLOCK, DISPATCH_BASE, KERNARG_BASE, LAT_EXPORT, LAT_LDS, LAT_SMEM, LAT_STORE,
+                          LAT_VMEM, LDS_BYTES_PER_CLK, M32, SIMDS, VMEM_BYTES_PER_CLK, WAVE)
 from lens.semantics import Regs, exec_mask, set64, uniform
 
 

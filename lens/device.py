@@ -56,22 +56,24 @@ def at_clock(code, launch, clock):
     return sum(c * s for c, s in secs), rounds, device_busy(rounds, secs, clock), hbm_total
 
 
-def simulate(code, launch):
+def simulate(code, launch, other=True):
     """Simulated time of one launch: rounds of CUS x workgroups-per-CU workgroups (dispatched in
     order, round robin over the CUs); a round lasts as long as its busiest simulated CU (CU 0, which
     the round-robin dispatch gives the most workgroups) or its share of the kernel's HBM bytes at
     the sustained bandwidth, whichever is longer. Every full round is taken to cost what the first
     one does. Simulated at both clocks under load: the launch runs at the loaded one where it keeps
     the device busy there (BUSY_LOADED), else at the light one; us is that clock's time, us_other the
-    other's (the clock is the least certain parameter: the bands take both). No launch costs less
+    other's (the clock is the least certain parameter: the bands take both; other=False skips the
+    light clock's run where the loaded one is picked, us_other is then None). No launch costs less
     than the dispatch floor."""
     n = launch.grid[0] * launch.grid[1] * launch.grid[2]
     per_cu, waves_simd = workgroups_per_cu(code, launch)
-    loaded, light = at_clock(code, launch, CLOCK_LOADED), at_clock(code, launch, CLOCK_LIGHT)
+    loaded = at_clock(code, launch, CLOCK_LOADED)
     busy = loaded[2]
-    (secs, rounds, _, hbm_total), other, clock = (loaded, light, CLOCK_LOADED) if busy >= BUSY_LOADED else \
+    light = at_clock(code, launch, CLOCK_LIGHT) if other or busy < BUSY_LOADED else None
+    (secs, rounds, _, hbm_total), alt, clock = (loaded, light, CLOCK_LOADED) if busy >= BUSY_LOADED else \
         (light, loaded, CLOCK_LIGHT)
-    return SimResult(us=max(DISPATCH_FLOOR_US, secs * 1e6), us_other=max(DISPATCH_FLOOR_US, other[0] * 1e6),
+    return SimResult(us=max(DISPATCH_FLOOR_US, secs * 1e6), us_other=alt and max(DISPATCH_FLOOR_US, alt[0] * 1e6),
                      rounds=rounds, per_cu=per_cu, waves_simd=waves_simd, wgs=n, slots=CUS * per_cu,
                      unknown=sum(cu.unknown for _, _, _, cu in rounds), hbm_us=hbm_total / HBM_BYTES_PER_S * 1e6,
                      clock=clock, busy=busy)
