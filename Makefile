@@ -271,7 +271,7 @@ resources-check: $(TOOLCHAIN_READY)
 #                       results/gfx906-vs-llama.tsv
 #   make calibrate      the simulator's calibration kernels (lens/calib/) simulated against published
 #                       gfx906 measurements -> results/gfx906-calibration.tsv
-.PHONY: isa isa-check isa-vs-llama calibrate ggml-headers rocm6-chroot-ggml
+.PHONY: isa isa-check isa-vs-llama calibrate calibrate-micro ggml-headers rocm6-chroot-ggml
 SIM_ARGS = $(if $(SIM_OBJECTS),$(SIM_TOOLCHAIN) $(SIM_OBJECTS))
 # The simulator is pure Python (standard library). PyPy (Debian's pypy3) runs the long simulations of
 # the tables 2-3x faster than CPython, so make isa and calibrate take it where installed; the gate's
@@ -298,6 +298,10 @@ isa-vs-llama: $(TOOLCHAIN_READY) $(GGML_READY)
 CALIB_OUT ?= results/gfx906-calibration.tsv
 calibrate: $(TOOLCHAIN_READY) $(GGML_READY)
 	@$(ISA_ENV) $(SIM_PYTHON) -m lens calibrate $(CALIB_OUT)
+# calibrate-micro: the microbenchmark rows alone (no ggml tree, no hipBLAS headers), what make test runs
+# where no ggml tree is given.
+calibrate-micro: $(TOOLCHAIN_READY)
+	@CALIB_KERNELS=0 $(ISA_ENV) $(SIM_PYTHON) -m lens calibrate $(CALIB_OUT)
 
 # The ROCm 6.4 chroot and its tool wrappers (made once, then only checked).
 rocm6-chroot:
