@@ -23,6 +23,11 @@ awk -F'\t' -v f="$dir/t.tsv" '
     $1 ~ /^[0-9]+$/ { n++; if (!($1 in want) || want[$1] != $2 || ($2 != 0 && $3 != "recurrent") || $4 != "chunked" || $2 !~ /^(0|1|8|64)$/) bad = 1 }
     END { exit bad || n != 2 }' "$dir/t.tsv" "$dir/check.tsv" || no "--check disagrees with the file: $(cat "$dir/check.tsv")"
 
+# calls that keep K = 2 snapshots (MTP's): measured the same way
+"$bin" $shape --snapshots 2 --tokens 1,8,64 --batches 1 --reps 1 "$dir/k2.tsv" > "$dir/k2times.tsv" 2> "$dir/err" ||
+    no "tuning with --snapshots 2 failed: $(cat "$dir/err")"
+[ "$(awk -F'\t' 'NR > 1 && NF == 6' "$dir/k2times.tsv" | wc -l)" -eq 5 ] || no "expected 5 K = 2 rows: $(cat "$dir/k2times.tsv")"
+
 refused() { # file, the word its status message must have
     if "$bin" --check $shape "$1" > /dev/null 2> "$dir/err"; then no "accepted $1"; fi
     grep -q "$2" "$dir/err" || no "$1: expected a '$2' status, got: $(cat "$dir/err")"
@@ -35,7 +40,7 @@ sed '1s/\t1$/\t2/' "$dir/t.tsv" > "$dir/v2.tsv"
 refused "$dir/v2.tsv" "tuning version"
 refused "$dir/missing.tsv" "tuning file"
 
-for args in "" "--tokens 8,1 f" "--batches 1,2,3,4,5,6,7,8,9 f" "--chunk 16 f" "--heads 2,3 f" "--bogus f"; do
+for args in "" "--tokens 8,1 f" "--batches 1,2,3,4,5,6,7,8,9 f" "--chunk 16 f" "--heads 2,3 f" "--snapshots 0 f" "--snapshots 65 f" "--bogus f"; do
     "$bin" $args > /dev/null 2>&1
     [ $? -eq 2 ] || no "'$args' did not exit 2"
 done

@@ -1,14 +1,16 @@
 /* kdn_tune: measures libkdn's dispatch constants on this device and writes
  * them as a tuning file (docs/api.md, "Tuning"); checks such a file.
  *
- *   kdn_tune [--batches 1,4] [--tokens T,T,...] [--heads H_k,H_v] [--dim D] [--reps N] [--chunk 0|32|64] FILE
+ *   kdn_tune [--batches 1,4] [--tokens T,T,...] [--heads H_k,H_v] [--dim D] [--snapshots K] [--reps N]
+ *            [--chunk 0|32|64] FILE
  *   kdn_tune --check [--heads H_k,H_v] [--dim D] FILE
  *
  * Tuning times kdn_gated_delta_net itself, the path forced (KDN_PATH_RECURRENT
  * against KDN_PATH_CHUNKED), median of --reps runs each with the last-level
  * cache flushed first, on the calling thread's current device, for every
  * batch size and token count asked (default: Qwen3-Next's heads, 16 key and
- * 32 value heads of 128, B = 1 and 4, T from 1 to 1024). Without --chunk
+ * 32 value heads of 128, B = 1 and 4, T from 1 to 1024; --snapshots K: calls
+ * that keep K state snapshots, as MTP's do, default 1). Without --chunk
  * the chunked path's chunk size is measured first (32 against 64 at the
  * largest T and the first batch) and the crossover then measured with it;
  * --chunk 0 keeps the built-in choice per shape. A batch's max_t is the
@@ -39,7 +41,7 @@ typedef struct {
 
 typedef struct {
     IntList batches, tokens;
-    int H_k, H_v, D, reps, chunk; /* chunk -1: measure it */
+    int H_k, H_v, D, K, reps, chunk; /* chunk -1: measure it; K: the calls' snapshots */
     int check;
     const char *file;
 } Options;
@@ -64,13 +66,13 @@ static int parse_heads(const char *s, Options *o) {
 
 static int usage(void) {
     fprintf(stderr, "usage: kdn_tune [--check] [--batches B,B] [--tokens T,T,...] [--heads H_k,H_v] [--dim D] "
-                    "[--reps N] [--chunk 0|32|64] FILE\n");
+                    "[--snapshots K] [--reps N] [--chunk 0|32|64] FILE\n");
     return 2;
 }
 
 static int parse_options(int argc, char **argv, Options *o) {
     static const char defaults_T[] = "1,2,4,8,16,32,48,64,96,128,160,192,256,320,384,512,768,1024";
-    *o = (Options){.H_k = 16, .H_v = 32, .D = 128, .reps = 10, .chunk = -1};
+    *o = (Options){.H_k = 16, .H_v = 32, .D = 128, .K = 1, .reps = 10, .chunk = -1};
     parse_list("1,4", &o->batches);
     parse_list(defaults_T, &o->tokens);
     for (int i = 1; i < argc; i++) {
@@ -83,6 +85,7 @@ static int parse_options(int argc, char **argv, Options *o) {
         else if (strcmp(a, "--tokens") == 0) ok = parse_list(v, &o->tokens);
         else if (strcmp(a, "--heads") == 0) ok = parse_heads(v, o);
         else if (strcmp(a, "--dim") == 0) ok = sscanf(v, "%d", &o->D) == 1 && o->D >= 1 && o->D <= 128;
+        else if (strcmp(a, "--snapshots") == 0) ok = sscanf(v, "%d", &o->K) == 1 && o->K >= 1 && o->K <= 64;
         else if (strcmp(a, "--reps") == 0) ok = sscanf(v, "%d", &o->reps) == 1 && o->reps >= 1;
         else if (strcmp(a, "--chunk") == 0) ok = sscanf(v, "%d", &o->chunk) == 1 && (o->chunk == 0 || o->chunk == 32 || o->chunk == 64);
         else return 0;
@@ -140,7 +143,7 @@ static int layer_make(Layer *l, const Options *o, int B, int T, int chunk) {
     int ok = 1;
     for (int i = 0; i < N_IN && ok; i++)
         ok = (l->in[i] = kdn_malloc(n[i] * sizeof(float))) && upload_uniform(l->in[i], n[i], lo[i], hi[i], 17u * (i + 1));
-    size_t dst_floats = n[V] + n[STATE];
+    size_t dst_floats = n[V] + (size_t)o->K * n[STATE];
     ok = ok && (l->dst = kdn_malloc(dst_floats * sizeof(float)));
     if (!ok) return layer_free(l), 0;
     kdn_gdn_call *c = &l->call;
@@ -151,7 +154,7 @@ static int layer_make(Layer *l, const Options *o, int B, int T, int chunk) {
     view(&c->beta, l->in[BETA], 1, o->H_v, T, B);
     view(&c->state, l->in[STATE], o->D, o->D, o->H_v, B);
     c->dst = l->dst;
-    c->K = 1;
+    c->K = o->K;
     c->head_map = KDN_HEAD_MAP_TILED;
     c->chunk = chunk;
     c->path = KDN_PATH_CHUNKED;
