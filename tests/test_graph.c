@@ -41,15 +41,8 @@ int main(void) {
 #define G(name) cuda##name
 #endif
 
-static int failures;
-
-#define CHECK(cond)                                                                    \
-    do {                                                                               \
-        if (!(cond)) {                                                                 \
-            printf("test_graph: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                                \
-        }                                                                              \
-    } while (0)
+#define CHECK_PROGRAM "test_graph"
+#include "check.h"
 /* A runtime call that must succeed (the test cannot go on without it). */
 #define RT(call)                                                                                  \
     do {                                                                                          \

@@ -36,15 +36,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                     \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
-            printf("test_threads: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                                 \
-        }                                                                               \
-    } while (0)
+#define CHECK_PROGRAM "test_threads"
+#include "check.h"
 
 /* ---- one call's data ------------------------------------------------------ */
 typedef struct {

@@ -12,15 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(cond)                                                                     \
-    do {                                                                                \
-        if (!(cond)) {                                                                  \
-            printf("test_tuning: %s:%d: check failed: %s\n", __FILE__, __LINE__, #cond); \
-            failures++;                                                                 \
-        }                                                                               \
-    } while (0)
+#define CHECK_PROGRAM "test_tuning"
+#include "check.h"
 
 static char dir[] = "/tmp/kdn_tuning_XXXXXX";
 

@@ -72,7 +72,7 @@ test-tuning:
 GRAPH_FLAGS_cpu  := -DKDN_BACKEND_CPU
 GRAPH_FLAGS_cuda := -DKDN_BACKEND_CUDA -I$(CUDA_PATH)/include
 GRAPH_FLAGS_hip  := -DKDN_BACKEND_HIP -D__HIP_PLATFORM_AMD__ $(addprefix -I,$(wildcard $(HIP_PATH)/include))
-$(BUILD)/test_graph: tests/test_graph.c $(BUILD)/libkdn.a
+$(BUILD)/test_graph: tests/test_graph.c tests/check.h $(BUILD)/libkdn.a
 	@echo "  CC    $@"
 	@$(LIBS_CC) $(CFLAGS) $(GRAPH_FLAGS_$(BACKEND)) $< $(BUILD)/libkdn.a $(LIB_DEPS) -o $@
 
