@@ -20,9 +20,12 @@ QUICK_TESTS := 'golden_*' 'gdn_*' 'two_launch_scalar_*' two_launch_unaligned_q '
 	auto_long_B4 \
 	recurrent_two_cols_odd
 ifeq ($(COVERAGE),1)
-  # -O0 warns differently (format-truncation): the real builds are the -Werror gate
-  CFLAGS += -O0 --coverage -Wno-error -Wno-format-truncation
-  KFLAGS += -O0 --coverage -Wno-error
+  # -O0 warns differently (format-truncation): the real builds are the -Werror gate.
+  # Atomic counters: test_threads launches from several threads at once, and
+  # gcov derives uninstrumented arcs from the others, so a lost increment
+  # would show a line as run that never ran (or the other way round).
+  CFLAGS += -O0 --coverage -fprofile-update=atomic -Wno-error -Wno-format-truncation
+  KFLAGS += -O0 --coverage -fprofile-update=atomic -Wno-error
   LINK   += --coverage
 endif
 
