@@ -553,7 +553,10 @@ static const Test tests[] = {
     /* chunk 0: one round of C = 64 state workgroups on an MI50 (32) or more (128) */
     {8, "gdn_default_chunk_one_round", "library", TOL_EXACT, {GDNC(16, 8, 32, 70, 1, 0), SNAP(1)}, t_gdn_default_chunk},
     {8, "gdn_default_chunk_rounds", "library", TOL_EXACT, {GDNC(16, 8, 32, 70, 4, 0), SNAP(1)}, t_gdn_default_chunk},
-    {8, "gdn_bad_calls", "library", TOL_EXACT, {GDN(16, 2, 4, 10, 2), SNAP(1)}, t_gdn_bad_calls},
+    /* chunk 0 (the library's): --set leaves the row alone, since each breaker
+     * makes this shape's call invalid, not every shape's (a size-1 dimension's
+     * stride is free; a 2^31 - 1 T or K is past the limits only with enough heads) */
+    {8, "gdn_bad_calls", "library", TOL_EXACT, {GDNC(16, 2, 4, 10, 2, 0), SNAP(1)}, t_gdn_bad_calls},
 };
 
 /* Each row calls the entry point on its shape (gdn_bad_calls once more per bad call). */

@@ -63,6 +63,8 @@ expect 0 "2 passed, 0 failed" --set T=3 --test prefill_then_decode --test two_la
 # a test that cannot take the shape is skipped, saying why (it used to abort the run at T=50, fail at T=64)
 expect 0 "^\[SKIP\] phase 7  two_launch_state_chunk .*--set does not apply: .*T = 50" --set T=50 --test two_launch_state_chunk
 expect 0 "0 passed, 0 failed, 1 skipped" --set T=64 --test two_launch_state_chunk
+# the bad-call contract keeps its own shape (one head made its beta breaker a valid call: [FAIL])
+expect 0 "gdn_bad_calls .*(--set does not apply)" --set H_k=1 --set H_v=1 --test gdn_bad_calls --test gdn_chunked_K2
 expect 2 "not a multiple of H_k" --set H_v=20 --phase 8
 expect 2 "D_k out of range: D_k is 1 to 128" --set D_k=256
 expect 2 "T out of range: T is 1 to 1048576" --set T=0
