@@ -3,8 +3,8 @@
 
     python3 tools/report/tolerance_table.py LOG [LOG...]
 
-Reads test_deltanet's v2 or v3 result logs (the TSV of --log, never console text)
-and prints, per log, a markdown table: per phase, variant and normwise
+Reads test_deltanet's v2 or v3 result logs (the TSV of --log, never console text;
+comment lines above the log's first line are skipped) and prints, per log, a markdown table: per phase, variant and normwise
 bound (`nrel_tol`), the number of rows, the largest nrel and its test, the largest
 nmse, the least headroom (bound / nrel) and the largest max_diff next to the
 element bound's atol. TIME rows (--bench) and SKIP rows are left out; a row
@@ -21,9 +21,11 @@ def read_log(path):
     header, rows, columns = {}, [], None
     with open(path, encoding="utf-8") as fh:
         lines = fh.read().splitlines()
-    if not lines or lines[0] not in VERSIONS:
+    # a note a person put above the log's own first line ("# ..." lines) is skipped
+    start = next((i for i, line in enumerate(lines) if line in VERSIONS), None)
+    if start is None or not all(line.startswith("#") for line in lines[:start]):
         sys.exit(f"{path}: not a test_deltanet v2 or v3 log")
-    for line in lines[1:]:
+    for line in lines[start + 1:]:
         if line.startswith("#"):
             parts = line[2:].split("\t", 1)
             if len(parts) == 2:
