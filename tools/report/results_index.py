@@ -8,12 +8,16 @@ matches the files (make test, make check).
                                            lacks a field, or README.md is not
                                            what the index generates
 
-results/index.tsv (file, what, command, commit; tab-separated, a header
-line) is the one place a result file is described: the command that made
-it and the commit whose tree ran. "The files" are those git tracks or would
-track (timestamped logs written with --log results/ are ignored by git and
-so not indexed).
+results/index.tsv (file, what, command, commit, device, kernels;
+tab-separated, a header line) is the one place a result file is described:
+what it holds, the command that made it, the commit whose tree ran, the
+device, and whether the kernels are still those of that commit (README's
+preamble says what each column means). "The files" are those git tracks or
+would track (timestamped logs written with --log results/ are ignored by
+git and so not indexed); outside a git checkout, those of results/ that
+.gitignore does not name.
 """
+import fnmatch
 import os
 import re
 import subprocess
@@ -24,32 +28,46 @@ RESULTS = os.path.join(ROOT, "results")
 INDEX = os.path.join(RESULTS, "index.tsv")
 README = os.path.join(RESULTS, "README.md")
 OWN = {"index.tsv", "README.md"}
-FIELDS = ["file", "what", "command", "commit"]
+FIELDS = ["file", "what", "command", "commit", "device", "kernels"]
 
 PREAMBLE = """# Result logs
 
 The evidence behind the figures the docs quote. Generated from
-`results/index.tsv` by `python3 tools/report/results_index.py` (edit the index, not
-this file; `make test` checks that the index names every file here and no
-other, and that this file is up to date). `commit` is the tree that ran;
-the device machine receives the working tree with a stale `.git`, so the
-H100 logs' `# commit` headers were set by hand to it.
+`results/index.tsv` by `python3 tools/report/results_index.py` (edit the
+index, not this file). The index is the one record of where each file came
+from:
 
-The H100 is a development proxy for the MI50: right for correctness and for
-relative speed, not a measure of gfx906 speed; `gfx906-*` files are a
-simulator's output, not measurements. Timestamped logs written with `--log
-results/` are ignored by git.
+- `commit`: the tree that ran; where that tree is not in this history (a
+  device copy of a branch that was rebased before it landed), the commit
+  that recorded the file, and `kernels` names the tree.
+- `device`: what ran it: the CPU build, the H100 or H200, the gfx906 lens
+  (a simulator of the MI50, not a measurement) on the ROCm objects named,
+  or someone else's published measurements.
+- `kernels`: `current` where `kernels/` (for `gfx906-*` files also `lens/`)
+  is as at `commit`; otherwise why the figure is still quoted though it has
+  changed since.
 
-| file | what | command | commit |
-|---|---|---|---|
+A file's own header lines (its `# commit` line, notes above the log) are its
+data, kept as written; where they disagree with the index (the device's copy
+of the tree carries a stale `.git`; some rows were regenerated later), the
+index is right. `make check` and `make test` check it:
+`tools/report/results_index.py --check` (every file indexed once, this file
+up to date).
+
+The H100 and H200 are development proxies for the MI50: right for
+correctness and for relative speed, not a measure of gfx906 speed.
+Timestamped logs written with `--log results/` are ignored by git.
+
+| file | what | command | commit | device | kernels |
+|---|---|---|---|---|---|
 """
 
 
-def read_index():
-    with open(INDEX) as f:
+def read_index(index=INDEX):
+    with open(index) as f:
         lines = [l.rstrip("\n") for l in f if l.strip()]
     if not lines or lines[0].split("\t") != FIELDS:
-        sys.exit("results index: %s must start with the header %s" % (INDEX, "\\t".join(FIELDS)))
+        sys.exit("results index: %s must start with the header %s" % (index, "\\t".join(FIELDS)))
     rows, problems = [], []
     for n, line in enumerate(lines[1:], 2):
         cols = line.split("\t")
@@ -62,11 +80,32 @@ def read_index():
     return rows, problems
 
 
-def present_files():
-    out = subprocess.run(["git", "-C", ROOT, "ls-files", "--cached", "--others", "--exclude-standard", "results"],
-                         check=True, capture_output=True, text=True).stdout
-    names = {os.path.relpath(os.path.join(ROOT, p), RESULTS) for p in out.split("\n") if p}
-    return {n for n in names if n not in OWN and os.path.exists(os.path.join(RESULTS, n))}
+def git_checkout(root=ROOT):
+    """Whether root is the top of a git checkout (not a tree unpacked inside another one)."""
+    top = subprocess.run(["git", "-C", root, "rev-parse", "--show-toplevel"], capture_output=True, text=True)
+    return top.returncode == 0 and os.path.realpath(top.stdout.strip()) == os.path.realpath(root)
+
+
+def ignored(root, rel):
+    """Whether rel (a path relative to root) matches an anchored pattern of root's .gitignore
+    ("/results/20*.tsv", "/build/"): the files listing outside a git checkout."""
+    try:
+        with open(os.path.join(root, ".gitignore")) as f:
+            pats = [l.strip()[1:] for l in f if l.startswith("/")]
+    except FileNotFoundError:
+        return False
+    return any(rel == p[:-1] or rel.startswith(p) if p.endswith("/") else fnmatch.fnmatchcase(rel, p) for p in pats)
+
+
+def present_files(root=ROOT):
+    results = os.path.join(root, "results")
+    if git_checkout(root):
+        out = subprocess.run(["git", "-C", root, "ls-files", "--cached", "--others", "--exclude-standard", "results"],
+                             check=True, capture_output=True, text=True).stdout
+        names = {os.path.relpath(os.path.join(root, p), results) for p in out.split("\n") if p}
+    else:
+        names = {n for n in os.listdir(results) if not ignored(root, "results/" + n)}
+    return {n for n in names if n not in OWN and os.path.isfile(os.path.join(results, n))}
 
 
 def cell(text):
@@ -74,7 +113,8 @@ def cell(text):
 
 
 def readme(rows):
-    body = "".join("| `%s` | %s | `%s` | %s |\n" % (r["file"], cell(r["what"]), cell(r["command"]), r["commit"])
+    body = "".join("| `%s` | %s | `%s` | %s | %s | %s |\n" % (r["file"], cell(r["what"]), cell(r["command"]), r["commit"],
+                                                          cell(r["device"]), cell(r["kernels"]))
                    for r in rows)
     return PREAMBLE + body
 
