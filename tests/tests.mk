@@ -15,6 +15,8 @@
 #   .github/workflows against the workflow schema (tests/test_workflows.sh),
 #   tools/setup/deps.sh installing only what is missing (tests/test_deps.sh),
 #   results/index.tsv naming every file of results/ (tools/report/results_index.py),
+#   each of its commits in the history, its kernels column true, each file
+#   quoted outside results/ and each results/ path the docs name there (tests/results_check.py),
 #   no issue numbers or work periods in the tree (make history-check),
 #   the docs' links and README.md's ladder table (tests/docs_check.py),
 #   every #include pointing down the layers, no loop (tests/test_layers.py),
@@ -132,9 +134,9 @@ fuzz:
 # make check: the developer's loop, CPU only, no toolchain beyond gcc and
 # python3 (under 2 minutes on 2 cores once built): the harness's unit tests,
 # the include layers, the code's sizes, the planted faults' markers, tools/setup/deps.sh, the results
-# index, the tree's words, the gfx906 simulator's self-test, the docs' links
-# and README.md's ladder table (tests/docs_check.py), and the ladder's quick
-# rows against the baseline.
+# index and its files against the history and the docs (tests/results_check.py), the tree's words,
+# the gfx906 simulator's self-test, the docs' links and README.md's ladder table (tests/docs_check.py),
+# and the ladder's quick rows against the baseline.
 # make test (CI) runs all of these and everything else.
 check:
 	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_deltanet build/cpu/test_harness
@@ -145,6 +147,7 @@ check:
 	@sh tests/test_deps.sh
 	@$(MAKE) --no-print-directory test-tuning
 	@python3 tools/report/results_index.py --check
+	@python3 tests/results_check.py --self-test && python3 tests/results_check.py
 	@$(MAKE) --no-print-directory test-history-check
 	@python3 -m lens selftest
 	@python3 tests/docs_check.py --self-test && python3 tests/docs_check.py build/cpu/test_deltanet
@@ -242,6 +245,7 @@ test:
 	@sh tests/test_workflows.sh
 	@sh tests/test_deps.sh
 	@python3 tools/report/results_index.py --check
+	@python3 tests/results_check.py --self-test && python3 tests/results_check.py
 	@$(MAKE) --no-print-directory test-history-check
 	@python3 tests/test_layers.py --self-test && python3 tests/test_layers.py
 	@python3 tests/test_sizes.py --self-test && python3 tests/test_sizes.py

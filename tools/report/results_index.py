@@ -12,7 +12,8 @@ results/index.tsv (file, what, command, commit, device, kernels;
 tab-separated, a header line) is the one place a result file is described:
 what it holds, the command that made it, the commit whose tree ran, the
 device, and whether the kernels are still those of that commit (README's
-preamble says what each column means). "The files" are those git tracks or
+preamble says what each column means; tests/results_check.py checks them
+against the history and the docs). "The files" are those git tracks or
 would track (timestamped logs written with --log results/ are ignored by
 git and so not indexed); outside a git checkout, those of results/ that
 .gitignore does not name.
@@ -52,7 +53,9 @@ data, kept as written; where they disagree with the index (the device's copy
 of the tree carries a stale `.git`; some rows were regenerated later), the
 index is right. `make check` and `make test` check it:
 `tools/report/results_index.py --check` (every file indexed once, this file
-up to date).
+up to date) and `tests/results_check.py` (every commit in the history, every
+`current` true, every file quoted outside results/, every results/ path the
+docs name present).
 
 The H100 and H200 are development proxies for the MI50: right for
 correctness and for relative speed, not a measure of gfx906 speed.
