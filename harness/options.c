@@ -286,6 +286,59 @@ static int check_selection(const Options *o, char *err, size_t size) {
     return 2;
 }
 
+/* One option getopt_long returned (ch; optarg its value), into o (--reps
+ * and --bench into *reps and *bench): 0, or the exit status of a usage error,
+ * its message in err. */
+static int take_option(int ch, char **argv, Options *o, int *reps, bool *bench, char *err, size_t size) {
+    long v;
+    switch (ch) {
+    case 'l': o->list = true; break;
+    case 'v': o->verbose = true; break;
+    case 'h': o->help = true; break;
+    case 'e': o->env = true; break;
+    case 'b': *bench = true; break;
+    case 'r':
+        if (!parse_int(optarg, 1, 100000, &v)) return fail_usage(err, size, "invalid --reps '%s': 1 to 100000", optarg);
+        *reps = (int)v;
+        break;
+    case 'p': return parse_phases(optarg, o, err, size);
+    case 't':
+        if (o->n_patterns == MAX_PATTERNS) return fail_usage(err, size, "too many --test options (max %s)", "32");
+        o->patterns[o->n_patterns++] = optarg;
+        return check_pattern(optarg, err, size);
+    case 's':
+        if (!parse_int(optarg, 0, MAX_SEED, &v))
+            return fail_usage(err, size, "invalid seed '%s': a whole number 0 to " MAX_SEED_TEXT, optarg);
+        o->seed = (uint64_t)v;
+        break;
+    case 'S': return parse_set(optarg, o, err, size);
+    case 'L': o->log_path = optarg; break;
+    case 'J': o->junit_path = optarg; break;
+    case 'D': o->dump_dir = optarg; break;
+    case 'O': o->load_dir = optarg; break;
+    case 'C': o->compare_old = optarg; break;
+    case 'G':
+        if (!parse_positive(optarg, &o->max_diff_growth) || o->max_diff_growth < 1.0)
+            return fail_usage(err, size, "invalid --max-diff-growth '%s': a factor >= 1", optarg);
+        break;
+    case 'T':
+        if (!parse_positive(optarg, &o->time_threshold_pct))
+            return fail_usage(err, size, "invalid --time-threshold '%s': a percentage > 0", optarg);
+        break;
+    case 'M':
+        if (!parse_size(optarg, &o->max_mem))
+            return fail_usage(err, size, "invalid --max-mem '%s': bytes, or a number with K, M or G (e.g. 8G)", optarg);
+        break;
+    case 'X':
+        if (!parse_positive(optarg, &o->max_seconds))
+            return fail_usage(err, size, "invalid --max-seconds '%s': a number of seconds > 0", optarg);
+        break;
+    case ':': return fail_usage(err, size, "option '%s' needs a value", argv[optind - 1]);
+    default: return bad_option(argv[optind - 1], optopt > 0 && optopt < 128 ? optopt : 0, err, size);
+    }
+    return 0;
+}
+
 int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
     memset(o, 0, sizeof *o);
     o->seed = DEFAULT_SEED;
@@ -298,55 +351,8 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
     int ch, reps = DEFAULT_REPS;
     bool bench = false, given[128] = {false};
     while ((ch = getopt_long(argc, argv, ":lp:t:s:vh", longopts, NULL)) != -1) {
-        long v;
-        int rc = 0;
         if (ch > 0 && ch < 128) given[ch] = true;
-        switch (ch) {
-        case 'l': o->list = true; break;
-        case 'v': o->verbose = true; break;
-        case 'h': o->help = true; break;
-        case 'e': o->env = true; break;
-        case 'b': bench = true; break;
-        case 'r':
-            if (!parse_int(optarg, 1, 100000, &v)) return fail_usage(err, size, "invalid --reps '%s': 1 to 100000", optarg);
-            reps = (int)v;
-            break;
-        case 'p': rc = parse_phases(optarg, o, err, size); break;
-        case 't':
-            if (o->n_patterns == MAX_PATTERNS) return fail_usage(err, size, "too many --test options (max %s)", "32");
-            o->patterns[o->n_patterns++] = optarg;
-            rc = check_pattern(optarg, err, size);
-            break;
-        case 's':
-            if (!parse_int(optarg, 0, MAX_SEED, &v))
-                return fail_usage(err, size, "invalid seed '%s': a whole number 0 to " MAX_SEED_TEXT, optarg);
-            o->seed = (uint64_t)v;
-            break;
-        case 'S': rc = parse_set(optarg, o, err, size); break;
-        case 'L': o->log_path = optarg; break;
-        case 'J': o->junit_path = optarg; break;
-        case 'D': o->dump_dir = optarg; break;
-        case 'O': o->load_dir = optarg; break;
-        case 'C': o->compare_old = optarg; break;
-        case 'G':
-            if (!parse_positive(optarg, &o->max_diff_growth) || o->max_diff_growth < 1.0)
-                return fail_usage(err, size, "invalid --max-diff-growth '%s': a factor >= 1", optarg);
-            break;
-        case 'T':
-            if (!parse_positive(optarg, &o->time_threshold_pct))
-                return fail_usage(err, size, "invalid --time-threshold '%s': a percentage > 0", optarg);
-            break;
-        case 'M':
-            if (!parse_size(optarg, &o->max_mem))
-                return fail_usage(err, size, "invalid --max-mem '%s': bytes, or a number with K, M or G (e.g. 8G)", optarg);
-            break;
-        case 'X':
-            if (!parse_positive(optarg, &o->max_seconds))
-                return fail_usage(err, size, "invalid --max-seconds '%s': a number of seconds > 0", optarg);
-            break;
-        case ':': return fail_usage(err, size, "option '%s' needs a value", argv[optind - 1]);
-        default: return bad_option(argv[optind - 1], optopt > 0 && optopt < 128 ? optopt : 0, err, size);
-        }
+        int rc = take_option(ch, argv, o, &reps, &bench, err, size);
         if (rc) return rc;
     }
     /* --compare OLD NEW: the one positional argument is NEW */

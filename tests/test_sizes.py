@@ -22,7 +22,6 @@ ALLOWED = {
     "kernels/backend/simt_cpu.cpp": "the CPU executor: scheduler, signals, timers and race detector in one file, to split",
     "kernels/deltanet_recurrent.cpp:kernel_deltanet_recurrent": "the kernel's token loop, its hot loop, in one body",
     "kernels/two_launch_state.cpp:kernel_two_launch_state": "the kernel's chunk loop, its hot loop, in one body",
-    "harness/options.c:parse_options": "the command line's one loop over its flags, to split",
 }
 # A definition: a line at column 0 that is no statement and opens a body (the
 # brace on it or on a following line); the function is the first name before
