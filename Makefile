@@ -83,7 +83,8 @@ else ifeq ($(BACKEND),cpu)
   # can make local (objcopy leaves "unique" globals global)
   KFLAGS  := -x c++ -std=c++17 -O2 -g -fPIC -DKDN_BACKEND_CPU -fstack-clash-protection -fno-gnu-unique $(WARN) -Werror
   LINK    := $(CXX)
-  RUNTIME := kernels/backend/runtime_cpu.cpp kernels/backend/simt_cpu.cpp kernels/backend/query_cache.cpp
+  RUNTIME := kernels/backend/runtime_cpu.cpp kernels/backend/simt_cpu.cpp kernels/backend/simt_executor.cpp \
+             kernels/backend/simt_watchdog.cpp kernels/backend/simt_race.cpp kernels/backend/query_cache.cpp
 else
   $(error BACKEND must be hip, cuda or cpu (got '$(BACKEND)'))
 endif
@@ -110,7 +111,7 @@ ifeq ($(SANITIZE),1)
   LINK   += $(SAN)
   BUILD  := build/cpu-asan
 endif
-# The race detector (kernels/backend/simt_cpu.cpp): the kernels call the
+# The race detector (kernels/backend/simt_race.cpp): the kernels call the
 # executor at every load and store (the hooks of -fsanitize=thread, without
 # its runtime library); the executor itself is not instrumented.
 ifeq ($(RACECHECK),1)

@@ -10,6 +10,11 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 KERNEL_DIRS = ("kernels", "phases/kernels")  # the library's kernels, then the ladder's
 TARGET = os.environ.get("GPU_TARGET", "gfx906")
+# The CPU backend's executor and runtime (the Makefile's RUNTIME for BACKEND=cpu, less the query
+# cache): what a host program of the CPU build that launches kernels links.
+CPU_RUNTIME = ("kernels/backend/simt_cpu.cpp", "kernels/backend/simt_executor.cpp",
+               "kernels/backend/simt_watchdog.cpp", "kernels/backend/simt_race.cpp",
+               "kernels/backend/runtime_cpu.cpp")
 
 
 def tool(env, *names):

@@ -4,7 +4,7 @@ import json
 import os
 import subprocess
 
-from lens.codeobj import ROOT
+from lens.codeobj import CPU_RUNTIME, ROOT
 from lens.device import simulate
 from lens.launch import Launch
 from lens.calibrate import band, bands
@@ -36,8 +36,7 @@ def launches_tool():
     """Builds lens/launches.cpp (host C/C++, the CPU backend) under build/sim; returns its path."""
     out = os.path.join(ROOT, "build/sim")
     exe = os.path.join(out, "launches")
-    deps = LAUNCHES_SRC + ["lens/launches.cpp", "lens/launches.h", "kernels/backend/simt_cpu.cpp",
-                           "kernels/backend/runtime_cpu.cpp"]
+    deps = LAUNCHES_SRC + ["lens/launches.cpp", "lens/launches.h"] + list(CPU_RUNTIME)
     if os.path.exists(exe) and all(os.path.getmtime(exe) >= os.path.getmtime(os.path.join(ROOT, d))
                                    for d in deps):
         return exe
@@ -54,8 +53,7 @@ def launches_tool():
         subprocess.run(cmd, check=True, cwd=ROOT)
         objs.append(o)
     subprocess.run([cxx, "-std=c++17", "-O1", "-DKDN_BACKEND_CPU", "-I" + ROOT, "lens/launches.cpp"] + objs +
-                   ["kernels/backend/simt_cpu.cpp", "kernels/backend/runtime_cpu.cpp", "-o", exe], check=True,
-                   cwd=ROOT)
+                   list(CPU_RUNTIME) + ["-o", exe], check=True, cwd=ROOT)
     return exe
 
 

@@ -31,7 +31,7 @@ import re
 import subprocess
 import sys
 
-from lens.codeobj import KERNEL_DIRS, ROOT, TARGET, build, demangle, disassemble, metadata
+from lens.codeobj import CPU_RUNTIME, KERNEL_DIRS, ROOT, TARGET, build, demangle, disassemble, metadata
 from lens.work import work_intra, work_recurrent, work_recurrent_2cols, work_state
 
 
@@ -221,9 +221,8 @@ def dynamic_lds(src, names, outdir):
         f.write("}\n")
     exe = prog[:-4]
     cxx = os.environ.get("CXX", "g++")
-    subprocess.run([cxx, "-std=c++17", "-DKDN_BACKEND_CPU", "-I" + ROOT, prog,
-                    os.path.join(ROOT, "kernels/backend/simt_cpu.cpp"),
-                    os.path.join(ROOT, "kernels/backend/runtime_cpu.cpp"), "-o", exe], check=True)
+    subprocess.run([cxx, "-std=c++17", "-DKDN_BACKEND_CPU", "-I" + ROOT, prog] +
+                   [os.path.join(ROOT, f) for f in CPU_RUNTIME] + ["-o", exe], check=True)
     out = subprocess.run([exe], check=True, capture_output=True, text=True).stdout
     return {a: int(b) for a, b in (l.split() for l in out.splitlines())}
 

@@ -3,7 +3,7 @@
 //
 //   KDN_BACKEND_HIP   hipcc, gfx906 (the product)
 //   KDN_BACKEND_CUDA  nvcc, NVIDIA (development proxy)
-//   KDN_BACKEND_CPU   host C++, kernels run on the SIMT executor in simt_cpu.cpp
+//   KDN_BACKEND_CPU   host C++, kernels run on the SIMT executor (simt_cpu.h)
 //
 // Kernels are written against: __global__/__device__, threadIdx & co.,
 // __syncthreads(), __shared__ (static), KDN_DYNAMIC_SHARED for dynamic LDS,

@@ -1,6 +1,8 @@
 // CPU backend: the CUDA/HIP kernel vocabulary on the host, executed by the
-// SIMT executor in simt_cpu.cpp (workgroups one after another, the threads of
-// a workgroup as cooperative fibers, waves of 64 lanes as on gfx906).
+// SIMT executor, whose entry points simt_cpu.cpp implements (workgroups one
+// after another, the threads of a workgroup as cooperative fibers, waves of
+// 64 lanes as on gfx906; its scheduler, limits and race detector are the
+// other simt_*.cpp files beside it).
 #pragma once
 #include <stddef.h>
 
@@ -53,8 +55,8 @@ void kdn_cpu_record_fault(int kind, const char *msg);
 // Launches by this host thread so far.
 long kdn_cpu_launch_count(void);
 // The thread and workgroup order of this host thread's later launches (asc,
-// desc, shuffle, shuffle:SEED; simt_cpu.cpp); KDN_CPU_SCHEDULE sets it for a
-// whole run. 0, or -1 (unchanged) for an unknown name.
+// desc, shuffle, shuffle:SEED; simt_executor.cpp); KDN_CPU_SCHEDULE sets it
+// for a whole run. 0, or -1 (unchanged) for an unknown name.
 int kdn_cpu_set_schedule(const char *name);
 // The seconds of CPU time a thread may run without reaching a barrier, a
 // wave operation or its end before it is stopped as a hang (0: none), as
