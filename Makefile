@@ -4,9 +4,12 @@
 #   make BACKEND=cpu     the same kernels on the host's SIMT executor (wave64)
 #   make BACKEND=cpu SANITIZE=1   ... under AddressSanitizer and UBSan
 #   make BACKEND=cpu RACECHECK=1  ... with the executor's LDS race detector
-#   make TOOLCHAIN=rocm6 ...      HIP with ROCm 6.4 (Debian forky's hipcc, clang 21: what
-#                                 MI50 users build with) in a chroot under build/rocm6
-#                                 (tools/setup/rocm6_chroot.sh; ROCM6_CHROOT=DIR reuses one)
+#   make TOOLCHAIN=rocm6 ...      HIP with ROCm 6.4 (Debian forky's hipcc, clang 21) in a
+#                                 chroot under build/rocm6 (tools/setup/rocm_chroot.sh;
+#                                 ROCM6_CHROOT=DIR reuses one)
+#   make TOOLCHAIN=rocm7 ...      HIP with ROCm 7.2 (Debian experimental's hipcc, clang 22:
+#                                 what MI50 users build with today) in a chroot under
+#                                 build/rocm7 (ROCM7_CHROOT=DIR reuses one)
 BACKEND    ?= hip
 HIPCC      ?= hipcc
 GPU_TARGET ?= gfx906
@@ -20,28 +23,35 @@ TOOLCHAIN  ?= host
 LIBS_CC     = $(CC)
 HOST_HIPCC  = $(HIPCC)
 
-# TOOLCHAIN=rocm6: hipcc and LLVM's tools run in the ROCm 6.4 chroot (the
-# wrappers in build/rocm6/bin, written by `tools/setup/rocm6_chroot.sh setup`, which
-# makes the chroot the first time: root, debootstrap, 3 GB, network); the
-# HIP objects go to build/hip-rocm6, the ISA lens's to build/isa-rocm6.
-# TOOLCHAIN=host (the default): the host's hipcc (Debian 12: ROCm 5.2).
-ifeq ($(TOOLCHAIN),rocm6)
-  ROCM6_BIN := build/rocm6/bin
+# TOOLCHAIN=rocm6, rocm7: hipcc and LLVM's tools run in that toolchain's chroot
+# (the wrappers in build/TOOLCHAIN/bin, written by `tools/setup/rocm_chroot.sh
+# TOOLCHAIN setup`, which makes the chroot the first time: root, debootstrap,
+# 3 GB, network); the HIP objects go to build/hip-TOOLCHAIN, the ISA lens's to
+# build/isa-TOOLCHAIN. TOOLCHAIN=host (the default): the host's hipcc (Debian
+# 12: ROCm 5.2). The chroot toolchains and the simulator's label for each (its
+# rows in results/gfx906-sim.tsv):
+ROCM_TOOLCHAINS := rocm6 rocm7
+SIM_LABEL_rocm6 := rocm6.4
+SIM_LABEL_rocm7 := rocm7.2
+ifneq ($(filter $(ROCM_TOOLCHAINS),$(TOOLCHAIN)),)
+  ROCM_BIN   := build/$(TOOLCHAIN)/bin
+  # what tools/setup/rocm_chroot.sh reads for this toolchain: ROCM6_CHROOT, ROCM6_BIND, ...
+  ROCM_VAR   := $(subst rocm,ROCM,$(TOOLCHAIN))
   HOST_HIPCC := $(HIPCC)
-  override HIPCC := $(ROCM6_BIN)/hipcc
-  LIBS_CC   := $(ROCM6_BIN)/cc
-  ISA_ENV   := HIPCC=$(ROCM6_BIN)/hipcc OBJDUMP=$(ROCM6_BIN)/llvm-objdump READELF=$(ROCM6_BIN)/llvm-readelf \
-               ISA_BUILD=build/isa-rocm6
-  TOOLCHAIN_READY := rocm6-chroot
-  GGML_READY      := rocm6-chroot-ggml
+  override HIPCC := $(ROCM_BIN)/hipcc
+  LIBS_CC   := $(ROCM_BIN)/cc
+  ISA_ENV   := HIPCC=$(ROCM_BIN)/hipcc OBJDUMP=$(ROCM_BIN)/llvm-objdump READELF=$(ROCM_BIN)/llvm-readelf \
+               ISA_BUILD=build/isa-$(TOOLCHAIN)
+  TOOLCHAIN_READY := $(TOOLCHAIN)-chroot
+  GGML_READY      := $(TOOLCHAIN)-chroot-ggml
   # the simulator's label (its rows in results/gfx906-sim.tsv) and code objects
-  SIM_TOOLCHAIN := rocm6.4
-  SIM_OBJECTS   := build/isa-rocm6
+  SIM_TOOLCHAIN := $(SIM_LABEL_$(TOOLCHAIN))
+  SIM_OBJECTS   := build/isa-$(TOOLCHAIN)
   ifeq ($(BACKEND),hip)
-    BUILD_SUFFIX := -rocm6
+    BUILD_SUFFIX := -$(TOOLCHAIN)
   endif
 else ifneq ($(TOOLCHAIN),host)
-  $(error TOOLCHAIN must be host or rocm6 (got '$(TOOLCHAIN)'))
+  $(error TOOLCHAIN must be host or one of $(ROCM_TOOLCHAINS) (got '$(TOOLCHAIN)'))
 endif
 # A command line's TOOLCHAIN stays with this make: the makes and tools it
 # starts (make test's steps, tests/test_depend.py) build with the host's
@@ -128,7 +138,7 @@ HOST_OBJ   := $(HOST_SRC:%.c=$(BUILD)/%.o)
 KERNEL_OBJ := $(patsubst %.cpp,$(BUILD)/%.o,$(KERNEL_SRC) $(RUNTIME)) $(LIB_C_SRC:%.c=$(BUILD)/%.o)
 LADDER_OBJ := $(LADDER_KERNEL_SRC:%.cpp=$(BUILD)/%.o)
 
-.PHONY: all clean test check-env test_deltanet resources resources-check lib install rocm6-chroot tune
+.PHONY: all clean test check-env test_deltanet resources resources-check lib install tune
 all: test_deltanet tune
 
 # The binary of the last backend built; each backend keeps its own objects.
@@ -272,7 +282,7 @@ resources-check: $(TOOLCHAIN_READY)
 #                       results/gfx906-vs-llama.tsv
 #   make calibrate      the simulator's calibration kernels (lens/calib/) simulated against published
 #                       gfx906 measurements -> results/gfx906-calibration.tsv
-.PHONY: isa isa-check isa-vs-llama calibrate calibrate-micro ggml-headers rocm6-chroot-ggml
+.PHONY: isa isa-check isa-vs-llama calibrate calibrate-micro ggml-headers
 SIM_ARGS = $(if $(SIM_OBJECTS),$(SIM_TOOLCHAIN) $(SIM_OBJECTS))
 # The simulator is pure Python (standard library). PyPy (Debian's pypy3) runs the long simulations of
 # the tables 2-3x faster than CPython, so make isa and calibrate take it where installed; the gate's
@@ -285,15 +295,15 @@ isa: $(TOOLCHAIN_READY)
 isa-check: $(TOOLCHAIN_READY)
 	@$(ISA_ENV) python3 -m lens isa-check
 	@$(ISA_ENV) python3 -m lens check $(SIM_ARGS)
-# ggml's HIP sources include hipBLAS's header: TOOLCHAIN=rocm6 installs it in the chroot (setup --ggml);
+# ggml's HIP sources include hipBLAS's header: TOOLCHAIN=rocm6 or rocm7 installs it in the chroot (setup --ggml);
 # the host's hipcc needs it installed (Debian: libhipblas-dev), else the target says so and stops (77).
 GGML_READY ?= ggml-headers
 ggml-headers:
 	@printf '#include <hipblas/hipblas.h>\n' | $(HIPCC) -x hip --cuda-device-only -E - > /dev/null 2>&1 || \
-	    { echo "ggml's HIP build needs hipBLAS's headers, which $(HIPCC) lacks: install libhipblas-dev, or use TOOLCHAIN=rocm6 (its chroot gets them from tools/setup/rocm6_chroot.sh setup --ggml)"; exit 77; }
+	    { echo "ggml's HIP build needs hipBLAS's headers, which $(HIPCC) lacks: install libhipblas-dev, or use TOOLCHAIN=rocm6 or rocm7 (its chroot gets them from tools/setup/rocm_chroot.sh TOOLCHAIN setup --ggml)"; exit 77; }
 isa-vs-llama: $(TOOLCHAIN_READY) $(GGML_READY)
 	@test -n "$(GGML)" || { echo "make isa-vs-llama: GGML=DIR (a ggml or llama.cpp checkout) is needed"; exit 2; }
-	@ROCM6_BIND="$(abspath $(GGML))" $(ISA_ENV) $(SIM_PYTHON) -m lens vs-llama $(GGML) $(SIM_ARGS)
+	@$(if $(ROCM_VAR),$(ROCM_VAR)_BIND="$(abspath $(GGML))") $(ISA_ENV) $(SIM_PYTHON) -m lens vs-llama $(GGML) $(SIM_ARGS)
 # calibrate: the kernel rows need ggml's trees (CALIB_GGML=DIR: a ggml clone or mirror; else one is cloned
 # under build/calib) and, for ggml's HIP headers, GGML_READY. CALIB_OUT: where the table goes.
 CALIB_OUT ?= results/gfx906-calibration.tsv
@@ -304,11 +314,13 @@ calibrate: $(TOOLCHAIN_READY) $(GGML_READY)
 calibrate-micro: $(TOOLCHAIN_READY)
 	@CALIB_KERNELS=0 $(ISA_ENV) $(SIM_PYTHON) -m lens calibrate $(CALIB_OUT)
 
-# The ROCm 6.4 chroot and its tool wrappers (made once, then only checked).
-rocm6-chroot:
-	@tools/setup/rocm6_chroot.sh setup
-rocm6-chroot-ggml: rocm6-chroot
-	@tools/setup/rocm6_chroot.sh setup --ggml
+# Each ROCm toolchain's chroot and its tool wrappers (made once, then only checked):
+# rocm6-chroot, rocm7-chroot and, with what a ggml build needs, rocm6-chroot-ggml, rocm7-chroot-ggml.
+.PHONY: $(ROCM_TOOLCHAINS:%=%-chroot) $(ROCM_TOOLCHAINS:%=%-chroot-ggml)
+$(ROCM_TOOLCHAINS:%=%-chroot): %-chroot:
+	@tools/setup/rocm_chroot.sh $* setup
+$(ROCM_TOOLCHAINS:%=%-chroot-ggml): %-chroot-ggml: %-chroot
+	@tools/setup/rocm_chroot.sh $* setup --ggml
 
 include tests/tests.mk
 

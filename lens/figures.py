@@ -2,7 +2,7 @@
 per goal shape the library's call (its automatic path) against its floor and the slowest launch's
 binding resource, then the recurrent and two-launch paths side by side at B = 1 (the crossover).
 
-  python3 -m lens figures [TOOLCHAIN]     (default rocm6.4: the objects MI50 users build)
+  python3 -m lens figures [TOOLCHAIN]     (default rocm6.4: the objects CI builds; rocm7.2, rocm5.2)
 """
 
 from lens.gate import SIM_TABLE, read_tsv

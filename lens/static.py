@@ -24,7 +24,7 @@ work functions (lens/work.py) give the product kernels' floors there.
 Python 3 standard library only; the tools are hipcc and LLVM's llvm-objdump /
 llvm-readelf (Debian: hipcc pulls in llvm-15). Tool names can be overridden
 with HIPCC, OBJDUMP, READELF; ISA_BUILD names the build directory (default
-build/isa; `make isa TOOLCHAIN=rocm6` sets all four to the ROCm 6 chroot's).
+build/isa; `make isa TOOLCHAIN=rocm6` (rocm7) sets all four to the ROCm 6.4 (7.2) chroot's).
 """
 import os
 import re

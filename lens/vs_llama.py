@@ -1,6 +1,6 @@
 """llama.cpp's own kernel for GGML_OP_GATED_DELTA_NET and libkdn's call, simulated on gfx906 the same way.
 
-usage: python3 -m lens vs-llama GGML_DIR [TOOLCHAIN CO_DIR]      (make isa-vs-llama GGML=DIR [TOOLCHAIN=rocm6])
+usage: python3 -m lens vs-llama GGML_DIR [TOOLCHAIN CO_DIR]      (make isa-vs-llama GGML=DIR [TOOLCHAIN=rocm6|rocm7])
 
 GGML_DIR is a ggml checkout or a llama.cpp one (its ggml/ is used). Its src/ggml-cuda/gated_delta_net.cu is
 compiled for gfx906 as ggml's HIP build compiles it (GGML_USE_HIP, -O3, the tree's own headers; device code
@@ -10,7 +10,8 @@ it (a workgroup of 4 wave64 rows per 4 state columns of one head, every token in
 kdn_gated_delta_net launches it on its automatic path (lens/launches.cpp records the launches).
 SIM_SHAPES="T:B:gate ..." takes other shapes.
 TOOLCHAIN CO_DIR: the label and the directory of the product's code objects (default: the local hipcc's and
-build/isa; `make isa-vs-llama TOOLCHAIN=rocm6` gives rocm6.4 and build/isa-rocm6, what MI50 users build).
+build/isa; `make isa-vs-llama TOOLCHAIN=rocm6` gives rocm6.4 and build/isa-rocm6, TOOLCHAIN=rocm7 rocm7.2 and
+build/isa-rocm7).
 
 Writes results/gfx906-vs-llama.tsv (this toolchain's rows): shape, ours_us, llama_us, ratio = llama_us /
 ours_us (> 1: libkdn faster), each with its band (low, high: calibrate.band, ratio_band). Every figure is a

@@ -209,15 +209,16 @@ test-asan:
 
 # The gfx906 build with the host's hipcc where there is one (Debian 12: ROCm
 # 5.2, the quick local check) and, with TOOLCHAIN=rocm6 (CI), with ROCm 6.4
-# in its chroot (what MI50 users build with): the build, its resource limits,
-# the ISA gates and the library's exported symbols, per toolchain; with ROCm 6.4
+# in its chroot: the build, its resource limits, the ISA gates and the
+# library's exported symbols, per toolchain (ROCm 7.2, TOOLCHAIN=rocm7, takes
+# the same checks by hand, outside make test: docs/ci.md); with ROCm 6.4
 # also the lens's calibration (make calibrate: its microbenchmarks and the
 # published kernel rows, each within its tolerance or outside for its stated
 # reason; the table goes to build/sim, the committed one stays). The kernel
 # rows compile ggml at its measured commits: they run where CALIB_GGML names a
 # ggml clone; without one (CI: no network to github.com) the microbenchmark
 # rows run alone and a line says the kernel rows were skipped.
-GFX906_CHECKS = $(MAKE) --no-print-directory BACKEND=hip TOOLCHAIN=$(1) build/hip$(if $(filter rocm6,$(1)),-rocm6)/test_deltanet && \
+GFX906_CHECKS = $(MAKE) --no-print-directory BACKEND=hip TOOLCHAIN=$(1) build/hip$(if $(filter-out host,$(1)),-$(1))/test_deltanet && \
 	$(MAKE) --no-print-directory TOOLCHAIN=$(1) resources-check && \
 	$(MAKE) --no-print-directory TOOLCHAIN=$(1) isa-check && \
 	CC=$(2) sh tests/test_symbols.sh hip $(1)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The HIP build of a patched llama.cpp or ggml tree as MI50 users make it: ROCm 6.4 (Debian forky's hipcc,
-# clang 21) in the project's chroot (tools/setup/rocm6_chroot.sh), gfx906. Builds libkdn (`make lib TOOLCHAIN=rocm6`),
+# clang 21) in the project's chroot (tools/setup/rocm_chroot.sh rocm6), gfx906. Builds libkdn (`make lib TOOLCHAIN=rocm6`),
 # installs it under the tree's build folder, applies ggml-kdn.patch and builds test-backend-ops with
 #   -DGGML_HIP=ON -DGPU_TARGETS=gfx906 -DGGML_KDN=ON -DGGML_CUDA_FA=OFF
 # (apply_and_build.sh, run in the chroot; --targets builds others instead, e.g. only ggml-hip, the library every
@@ -15,7 +15,7 @@
 #   integration/llama.cpp/check_hip_build.sh [--label "NAME COMMIT"] [--report FILE] [--targets "T..."] DIR
 #
 # --label names the tree in the report (default: its git commit, if it is a checkout). The tree is fetched by
-# the caller and never part of this repository. ROCM6_CHROOT=DIR reuses a chroot (see tools/setup/rocm6_chroot.sh;
+# the caller and never part of this repository. ROCM6_CHROOT=DIR reuses a chroot (see tools/setup/rocm_chroot.sh;
 # the ggml build adds cmake, ninja-build, pkg-config, libhipblas-dev and librocblas-dev to it). About 20
 # CPU-minutes and 6 GB. Exit status: 0 every check holds, 1 a check failed or the build did, 2 bad usage,
 # 77 the chroot cannot be made here (the reason is printed).
@@ -40,17 +40,17 @@ if [ -z "$label" ]; then
 fi
 build=$src/build-kdn-rocm6
 prefix=$build/kdn-prefix
-chroot_tool=$root/tools/setup/rocm6_chroot.sh
+chroot_tool() { "$root/tools/setup/rocm_chroot.sh" rocm6 "$@"; }
 
 # --- build ------------------------------------------------------------------------------------------------------
-"$chroot_tool" setup --ggml || exit $?
+chroot_tool setup --ggml || exit $?
 make -C "$root" --no-print-directory lib TOOLCHAIN=rocm6
 make -C "$root" --no-print-directory install TOOLCHAIN=rocm6 PREFIX="$prefix"
 libkdn=$root/build/hip-rocm6/libkdn.a
 mkdir -p "$build"
 # CMake caches pkg-config's answer: a libkdn installed since the last configure must be found afresh
 rm -f "$build/CMakeCache.txt"
-ROCM6_BIND="$src" "$chroot_tool" run bash "$here/apply_and_build.sh" --backend hip --target gfx906 \
+ROCM6_BIND="$src" chroot_tool run bash "$here/apply_and_build.sh" --backend hip --target gfx906 \
     --prefix "$prefix" --build-dir "$build" --targets "$targets" "$src" -- -DGGML_CUDA_FA=OFF \
     2>&1 | tee "$build/build.log"
 
@@ -70,7 +70,7 @@ check() { # check WHAT OK?: one line of the report
     echo "command: integration/llama.cpp/check_hip_build.sh --label \"$label\" --targets \"$targets\" $(basename "$src")"
     echo "tree: $label"
     echo "deltanet-gfx906: $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- 2>/dev/null || echo -dirty)"
-    echo "toolchain: $("$chroot_tool" run hipcc --version 2>/dev/null | grep -E '^(HIP version|Debian clang)' | paste -sd ';' -)"
+    echo "toolchain: $(chroot_tool run hipcc --version 2>/dev/null | grep -E '^(HIP version|Debian clang)' | paste -sd ';' -)"
     echo "configure: -DGGML_HIP=ON -DGPU_TARGETS=gfx906 -DGGML_KDN=ON -DGGML_CUDA_FA=OFF, built: $targets"
     echo "linked library: ${linked#"$src"/}"
     echo
