@@ -76,6 +76,12 @@ def selftest():
         ("a quarter-rate chain (v_mul_lo_u32: 16 clocks each)", ["v_mul_lo_u32 v1, v1, v1"] * 10 + [END],
          16 * 10 + 4),
         ("a full-rate chain", ["v_add_u32_e32 v1, v1, v1"] * 10 + [END], 4 * 10 + 4),
+        # s_lshl3_add_u32 (D = (S0 << 3) + S1), which ROCm 7.2's code objects use for scalar LDS
+        # addresses and the older toolchains' never did, gives the trip count: (1 << 3) + 2 = 10 trips
+        # of 3 scalar instructions after the 2 that set it up, one instruction per turn
+        ("a loop whose trip count s_lshl3_add_u32 computes",
+         ["s_mov_b32 s0, 1", "s_lshl3_add_u32 s1, s0, 2", "top:", "s_add_i32 s1, s1, -1", "s_cmp_lg_u32 s1, 0",
+          "s_cbranch_scc1 top", END], 4 * (2 + 3 * 10) + 4),
     ]
     fails = []
     for what, prog, want in cases:
@@ -106,6 +112,11 @@ def selftest():
         fails.append("simulator selftest, an SGPR spilled to a never-written VGPR's lane: %d unknown branches, "
                      "s0 = %s, v7 = %s" % (cu.unknown, cu.waves[0].r.s[0], lane5 if type(lane5) is not tuple
                                            else "lane 5 %s, lane 0 %s" % (lane5[5], lane5[0])))
+    # s_lshl3_add_u32's carry: (0x20000000 << 3) + 5 = 2^32 + 5, so s1 = 5 and SCC = 1 (unsigned overflow)
+    _, cu = run_synthetic(["s_mov_b32 s0, 0x20000000", "s_lshl3_add_u32 s1, s0, 5", END])
+    if (cu.waves[0].r.s[1], cu.waves[0].r.scc) != (5, 1):
+        fails.append("simulator selftest, s_lshl3_add_u32's carry: s1 = %s, scc = %s (by hand 5, 1)" % (
+            cu.waves[0].r.s[1], cu.waves[0].r.scc))
     # fast-forward: a long loop simulated clock by clock and fast-forwarded agree within 1 %
     loop = ["s_mov_b32 s0, 2000", "top:", LOAD, "v_add_co_u32_e32 v4, vcc, 16, v4", VALU, VALU,
             "s_waitcnt vmcnt(0)", VALU, "s_add_i32 s0, s0, -1", "s_cmp_lg_u32 s0, 0", "s_cbranch_scc1 top", END]
