@@ -4,6 +4,7 @@
 #ifndef HARNESS_H
 #define HARNESS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -76,6 +77,9 @@ typedef struct {
     /* the least work of test t (a row of this table with --set applied);
      * NULL: the table's shapes are fixed and small */
     Work (*least_work)(const Test *t);
+    /* the rows' shapes are the test (literal results, a named length): --set
+     * and --load leave them alone, and the log says so */
+    bool fixed_shapes;
 } TestList;
 
 /* ---- random inputs (deterministic per seed and test name) ------------- */

@@ -168,6 +168,9 @@ int registry_suggest(const char *name, const char **out, int n);
 /* The least work of row (with shaped: --set applied); false when its table
  * has no least_work hook. */
 bool registry_least_work(const Test *row, const Test *shaped, Work *w);
+/* Whether --set and --load reshape row: rows without a chunk size (the
+ * building blocks) and the tables of fixed shapes keep theirs. */
+bool registry_reshapes(const Test *row);
 
 /* ---- benchmarking (bench.c) -------------------------------------------- */
 #define DEFAULT_REPS 20

@@ -32,8 +32,9 @@ static bool parse_int(const char *s, long lo, long hi, long *out) {
 
 /* --set keys: Shape fields with their allowed range, as the error says it;
  * `dims`: a tensor dimension, which --load takes from the files instead.
- * D_k and chunk are the chunked kernels' (kdn.h's kdn_two_launch_limits:
- * every Delta-Net row runs them), read by key_hi and key_limit. */
+ * D_k's is the widest layer kernel's and chunk's the chunked kernels' (kdn.h's
+ * KdnLimits), read by key_takes and key_limit; a row whose kernels take
+ * less skips the shape, saying why. */
 static const struct {
     const char *key;
     size_t offset;
@@ -56,10 +57,17 @@ static int *shape_field(Shape *s, int key) { return (int *)((char *)s + set_keys
 
 static bool is_key(int key, size_t offset) { return set_keys[key].offset == offset; }
 
+/* The largest D_k a layer kernel takes: a row whose kernels take less
+ * refuses the shape itself, saying so (phases/layer_variants.c). */
+static int widest_D_k(void) {
+    int r = kdn_recurrent_limits.max_D_k, c = kdn_two_launch_limits.max_D_k;
+    return r > c ? r : c;
+}
+
 /* 1 when v is in key's range. */
 static bool key_takes(int key, long v) {
     const KdnLimits *l = &kdn_two_launch_limits;
-    if (is_key(key, offsetof(Shape, D_k))) return v >= 1 && v <= l->max_D_k;
+    if (is_key(key, offsetof(Shape, D_k))) return v >= 1 && v <= widest_D_k();
     if (is_key(key, offsetof(Shape, chunk))) return v == l->chunks[0] || v == l->chunks[1];
     return v >= set_keys[key].lo && v <= set_keys[key].hi;
 }
@@ -67,7 +75,7 @@ static bool key_takes(int key, long v) {
 /* key's range as the errors say it (buf: room for the kernels' numbers). */
 static const char *key_limit(int key, char *buf, size_t size) {
     const KdnLimits *l = &kdn_two_launch_limits;
-    if (is_key(key, offsetof(Shape, D_k))) snprintf(buf, size, "1 to %d (the kernels' limit)", l->max_D_k);
+    if (is_key(key, offsetof(Shape, D_k))) snprintf(buf, size, "1 to %d (the kernels' limit)", widest_D_k());
     else if (is_key(key, offsetof(Shape, chunk))) snprintf(buf, size, "%d or %d", l->chunks[0], l->chunks[1]);
     else return set_keys[key].limit;
     return buf;
@@ -109,7 +117,7 @@ static int parse_set(const char *arg, Options *o, char *err, size_t size) {
 
 int apply_set(const Options *o, const Test *t, Test *out, char *err, size_t size) {
     *out = *t;
-    if ((!o->set_fields && !o->load_dir) || t->shape.chunk == 0) return 0;
+    if ((!o->set_fields && !o->load_dir) || !registry_reshapes(t)) return 0;
     for (int i = 0; i < N_SET_KEYS; i++)
         if (o->set_fields & (1u << i)) *shape_field(&out->shape, i) = *shape_field((Shape *)&o->set, i);
     /* --load: the tensor dimensions are the files', in --set's ranges */
@@ -367,9 +375,9 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
     if (o->compare_old || o->env) return 0;
     if (o->load_dir && restrict_to_phase8(o, err, size)) return 2;
     if (check_selection(o, err, size)) return 2;
-    bool shaped = false; /* --set reaches the Delta-Net rows only (those with a chunk size) */
+    bool shaped = false; /* --set reaches the Delta-Net rows only (registry_reshapes) */
     for (int i = 0; i < registry_count() && o->set_fields && !shaped; i++)
-        shaped = test_selected(o, registry_get(i)) && registry_get(i)->shape.chunk > 0;
+        shaped = test_selected(o, registry_get(i)) && registry_reshapes(registry_get(i));
     if (o->set_fields && !shaped)
         return fail_usage(err, size, "--set has no effect: no selected test has a Delta-Net shape (%s)", "phases 4-8");
     /* an impossible shape is a usage error before anything runs */

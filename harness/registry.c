@@ -68,12 +68,20 @@ int registry_suggest(const char *name, const char **out, int n) {
     return found;
 }
 
-bool registry_least_work(const Test *row, const Test *shaped, Work *w) {
+static const TestList *table_of(const Test *row) {
     for (int p = 0; p < n_tables; p++)
-        if (row >= tables[p]->tests && row < tables[p]->tests + tables[p]->count) {
-            if (!tables[p]->least_work) return false;
-            *w = tables[p]->least_work(shaped);
-            return true;
-        }
-    return false;
+        if (row >= tables[p]->tests && row < tables[p]->tests + tables[p]->count) return tables[p];
+    return NULL;
+}
+
+bool registry_least_work(const Test *row, const Test *shaped, Work *w) {
+    const TestList *table = table_of(row);
+    if (!table || !table->least_work) return false;
+    *w = table->least_work(shaped);
+    return true;
+}
+
+bool registry_reshapes(const Test *row) {
+    const TestList *table = table_of(row);
+    return row->shape.chunk != 0 && !(table && table->fixed_shapes);
 }

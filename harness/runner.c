@@ -140,7 +140,7 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     memcpy(r->outputs, c->outputs, sizeof r->outputs);
     /* a refusal is the log's shape column, its only text */
     copy_text(r->shape, sizeof r->shape, c->refused ? c->msg : c->shape);
-    if (o->set_fields && row->shape.chunk == 0) { /* apply_set leaves rows without a chunk size alone */
+    if (o->set_fields && !registry_reshapes(row)) { /* apply_set left it alone */
         size_t used = strlen(r->shape);
         snprintf(r->shape + used, sizeof r->shape - used, "%s(--set does not apply)", used ? " " : "");
     }

@@ -36,8 +36,11 @@ static const char *recurrent_refuses(const KdnShape *s) { return outside(&kdn_re
 /* The chunked kernels stage a chunk's keys in 64 KB of LDS. */
 static const char *chunked_refuses(const KdnShape *s) { return outside(&kdn_two_launch_limits, s); }
 
+/* What the library's dispatch picks for the shape (kdn_layer_chunked: a
+ * D_k past the chunked kernels' goes to the recurrent kernel at any T). */
 static const char *auto_refuses(const KdnShape *s) {
-    return s->T <= kdn_gdn_recurrent_max_t(s->n_seqs) ? recurrent_refuses(s) : chunked_refuses(s);
+    KdnLayerCall c = {.s = *s, .K = 1};
+    return kdn_layer_chunked(&c, KDN_PATH_AUTO) ? chunked_refuses(s) : recurrent_refuses(s);
 }
 
 const LayerVariant layer_variants[LAYER_VARIANT_COUNT] = {

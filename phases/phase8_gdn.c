@@ -562,4 +562,4 @@ static const Test tests[] = {
 /* Each row calls the entry point on its shape (gdn_bad_calls once more per bad call). */
 static Work least_work(const Test *t) { return dn_layer_work(&t->shape); }
 
-const TestList phase8_gdn_tests = {tests, sizeof tests / sizeof tests[0], least_work};
+const TestList phase8_gdn_tests = {tests, sizeof tests / sizeof tests[0], least_work, false};

@@ -324,4 +324,4 @@ static const Test tests[] = {
 /* The layer rows run their shape (layers_T0: none); kernel_refusals a fixed one. */
 static Work least_work(const Test *t) { return t->run == t_refusals ? (Work){0, 0} : dn_layer_work(&t->shape); }
 
-const TestList phase8_paths_tests = {tests, sizeof tests / sizeof tests[0], least_work};
+const TestList phase8_paths_tests = {tests, sizeof tests / sizeof tests[0], least_work, false};

@@ -66,7 +66,16 @@ expect 0 "0 passed, 0 failed, 1 skipped" --set T=64 --test two_launch_state_chun
 # the bad-call contract keeps its own shape (one head made its beta breaker a valid call: [FAIL])
 expect 0 "gdn_bad_calls .*(--set does not apply)" --set H_k=1 --set H_v=1 --test gdn_bad_calls --test gdn_chunked_K2
 expect 2 "not a multiple of H_k" --set H_v=20 --phase 8
-expect 2 "D_k out of range: D_k is 1 to 128" --set D_k=256
+expect 2 "D_k out of range: D_k is 1 to 256" --set D_k=257
+# D_k past the chunked kernels' 128: the recurrent rows and the library run it; a two_launch row skips it,
+# saying so (it used to pass, having run the recurrent kernel the dispatch hands such a call to)
+DK200="--set D_k=200 --set T=8 --set H_k=1 --set H_v=1 --set n_seqs=1"
+expect 0 "1 passed, 0 failed" $DK200 --test recurrent_prompt
+expect 0 "^\[SKIP\] phase 8  two_launch_T64 .*two_launch refuses: D_k past" $DK200 --test two_launch_T64
+expect 0 "^\[PASS\] phase 8  auto_long_B1 .*Dk=200" $DK200 --test auto_long_B1
+# the tables of fixed shapes keep theirs (--set T=8 made native_context_T262144 fail: "AUTO does not take the chunked path")
+expect 0 "native_context_T262144 .*(--set does not apply)" --set T=8 --test native_context_T262144 --test two_launch_T1
+expect 0 "ggml_nmse_T100_c32 .*(--set does not apply)" --set D_k=64 --test ggml_nmse_T100_c32 --test two_launch_T1
 expect 2 "T out of range: T is 1 to 1048576" --set T=0
 expect 2 "chunk out of range: chunk is 32 or 64" --set chunk=48
 expect 2 "n_seqs takes a whole number, 'x' is not one (n_seqs is 1 to 65535)" --set n_seqs=x
