@@ -16,8 +16,12 @@ from lens.work import H_K, H_V, D_K, work_intra, work_recurrent, work_state
 # heads, gate): 16 and 8 value heads (with 8 and 4 key heads) are what one MI50 runs when llama.cpp
 # splits a layer's heads over 2 or 4 cards; gate "key" is the per-key gate (KDA), g [D, H_v, T, B].
 HEADS = 32
-SHAPES = [(1, 1), (1, 4), (1, 128), (64, 1), (512, 1), (1024, 1), (4096, 1), (4096, 4), (16384, 1),
-          (512, 1, 16), (4096, 1, 16), (512, 1, 8), (4096, 1, 8), (64, 1, 32, "key"), (512, 1, 32, "key")]
+# 48 and 12 value heads are Qwen3.5-27B's layer on one card and on four (16 and 4 key heads there; the
+# lens gives every shape H_v / 2 key heads: the kernels' grids are per value head, and key heads change only
+# how often the same q and k rows are read).
+SHAPES = [(1, 1), (1, 4), (1, 128), (64, 1), (512, 1), (512, 4), (1024, 1), (2048, 1), (4096, 1), (4096, 4),
+          (16384, 1), (512, 1, 48), (2048, 1, 48), (512, 1, 16), (2048, 1, 16), (4096, 1, 16), (512, 1, 12),
+          (2048, 1, 12), (512, 1, 8), (2048, 1, 8), (4096, 1, 8), (64, 1, 32, "key"), (512, 1, 32, "key")]
 
 
 def full_shape(s):
