@@ -80,6 +80,9 @@ typedef struct {
     /* the rows' shapes are the test (literal results, a named length): --set
      * and --load leave them alone, and the log says so */
     bool fixed_shapes;
+    /* the rows' shape from --load's files (DIR, the test's name; 0, or -1 with
+     * a message); NULL: the table's rows keep theirs */
+    int (*shape_from_files)(const char *dir, const char *test, Shape *sh, char *err, size_t err_size);
 } TestList;
 
 /* ---- random inputs (deterministic per seed and test name) ------------- */

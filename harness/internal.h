@@ -171,6 +171,9 @@ bool registry_least_work(const Test *row, const Test *shaped, Work *w);
 /* Whether --set and --load reshape row: rows without a chunk size (the
  * building blocks) and the tables of fixed shapes keep theirs. */
 bool registry_reshapes(const Test *row);
+/* --load: row's shape from the files in dir, by its table's hook (0 where it
+ * has none), or -1 with a message. */
+int registry_shape_from_files(const Test *row, const char *dir, Shape *sh, char *err, size_t err_size);
 
 /* ---- benchmarking (bench.c) -------------------------------------------- */
 #define DEFAULT_REPS 20

@@ -121,7 +121,7 @@ int apply_set(const Options *o, const Test *t, Test *out, char *err, size_t size
     for (int i = 0; i < N_SET_KEYS; i++)
         if (o->set_fields & (1u << i)) *shape_field(&out->shape, i) = *shape_field((Shape *)&o->set, i);
     /* --load: the tensor dimensions are the files', in --set's ranges */
-    if (o->load_dir && layer_shape_from_files(o->load_dir, t->name, &out->shape, err, size) != 0) return 2;
+    if (o->load_dir && registry_shape_from_files(t, o->load_dir, &out->shape, err, size) != 0) return 2;
     for (int i = 0; o->load_dir && i < N_SET_KEYS; i++) {
         long v = *shape_field(&out->shape, i);
         char limit[64];

@@ -81,6 +81,11 @@ bool registry_least_work(const Test *row, const Test *shaped, Work *w) {
     return true;
 }
 
+int registry_shape_from_files(const Test *row, const char *dir, Shape *sh, char *err, size_t size) {
+    const TestList *table = table_of(row);
+    return table && table->shape_from_files ? table->shape_from_files(dir, row->name, sh, err, size) : 0;
+}
+
 bool registry_reshapes(const Test *row) {
     const TestList *table = table_of(row);
     return row->shape.chunk != 0 && !(table && table->fixed_shapes);

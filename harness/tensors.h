@@ -1,6 +1,7 @@
 /* Tensors in and out (--dump DIR, --load DIR) as .npy files (docs/bench.md,
  * "Tensors in and out"). A numpy shape is the ggml shape reversed: ggml
- * ne [D_k, H_k, T, n_seqs] is numpy (n_seqs, T, H_k, D_k). */
+ * ne [D_k, H_k, T, n_seqs] is numpy (n_seqs, T, H_k, D_k). Which tensors a
+ * test reads and their shapes are its phase's (phases/deltanet_files.h). */
 #ifndef HARNESS_TENSORS_H
 #define HARNESS_TENSORS_H
 
@@ -22,6 +23,8 @@ typedef struct {
 int npy_write(const char *path, const void *data, int word, int ndim, const size_t *shape, char *err, size_t err_size);
 /* Reads and checks the header (and that the file holds all its elements). */
 int npy_read_header(const char *path, NpyHeader *h, char *err, size_t err_size);
+/* "(2, 3)", "(5,)" or "()" as numpy writes a shape tuple. */
+void shape_tuple(int ndim, const size_t *shape, char *out, size_t size);
 /* Reads the elements as float ('<f8' is narrowed) into dst, which holds
  * h->shape's product; h from npy_read_header of the same path. */
 int npy_read_floats(const char *path, const NpyHeader *h, float *dst, char *err, size_t err_size);
@@ -40,21 +43,11 @@ void dump_doubles(Ctx *c, const char *tensor, const double *x, int ndim, const s
  * device input buffers are no longer dumped one by one (dev_in). */
 void dump_input(Ctx *c, const char *tensor, const float *x, int ndim, const size_t *shape);
 
-/* ---- the Delta-Net layer's inputs ---------------------------------------
- * numpy shapes (ggml reversed): q, k (n_seqs, T, H_k, D_k); v (n_seqs, T,
- * H_v, D_v); g, beta (n_seqs, T, H_v); state (n_seqs, H_v, D_v, D_k). */
-extern const char *const layer_inputs[6]; /* "q", "k", "v", "g", "beta", "state" */
-/* The numpy shape of one of them for sh; returns ndim. */
-int layer_tensor_shape(const Shape *sh, const char *tensor, size_t *shape);
-
 /* ---- loading into a test (--load) ---------------------------------------
  * The file of a tensor: DIR/<test>__<tensor>.npy, else DIR/<tensor>.npy;
  * -1 with a message when neither exists. */
 int tensor_path(const char *dir, const char *test, const char *tensor, char *path, size_t size, char *err,
                 size_t err_size);
-/* T, n_seqs, H_k, H_v, D_k, D_v of the layer inputs in dir for test; 0, or
- * -1 with a message when a file is missing, malformed or inconsistent. */
-int layer_shape_from_files(const char *dir, const char *test, Shape *sh, char *err, size_t err_size);
 /* Reads a tensor whose shape must be exactly `shape` into dst; on any
  * problem fails the test with a message naming the file and returns -1. */
 int load_floats(Ctx *c, const char *tensor, float *dst, int ndim, const size_t *shape);

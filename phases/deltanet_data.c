@@ -1,6 +1,7 @@
 /* Realistic Delta-Net inputs (see deltanet_data.h). */
 #define _DEFAULT_SOURCE /* sysconf(_SC_NPROCESSORS_ONLN) */
 #include "deltanet_data.h"
+#include "deltanet_files.h"
 
 #include "../harness/tensors.h"
 #include "../reference/ref.h"

@@ -197,4 +197,4 @@ static const Test tests[] = {
     {1, "broadcast_mul", "unfused", TOL_ARITH, {.rows = 64, .cols = 128}, t_broadcast_mul},
 };
 
-const TestList phase1_tests = {tests, sizeof tests / sizeof tests[0], NULL, false}; /* fixed shapes: no time estimate */
+const TestList phase1_tests = {tests, sizeof tests / sizeof tests[0], NULL, false, NULL}; /* fixed shapes: no time estimate */

@@ -80,4 +80,4 @@ static const Test tests[] = {
     {2, "transpose", "unfused", TOL_EXACT, {.rows = 64, .cols = 128}, t_transpose},
 };
 
-const TestList phase2_tests = {tests, sizeof tests / sizeof tests[0], NULL, false}; /* fixed shapes: no time estimate */
+const TestList phase2_tests = {tests, sizeof tests / sizeof tests[0], NULL, false, NULL}; /* fixed shapes: no time estimate */

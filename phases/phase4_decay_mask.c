@@ -34,4 +34,4 @@ static const Test tests[] = {
     {4, "decay_mask_64", "unfused", TOL_TRANSC, {.chunk = 64, .count = 8, .D_k = 16, .D_v = 16}, t_decay_mask},
 };
 
-const TestList phase4_tests = {tests, sizeof tests / sizeof tests[0], NULL, false}; /* one chunk whatever the shape: no time estimate */
+const TestList phase4_tests = {tests, sizeof tests / sizeof tests[0], NULL, false, NULL}; /* one chunk whatever the shape: no time estimate */

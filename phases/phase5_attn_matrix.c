@@ -38,4 +38,4 @@ static const Test tests[] = {
     {5, "attn_matrix_64", "unfused", TOL_ACCUM(128, 1), {.chunk = 64, .D_k = 128, .D_v = 128}, t_attn_matrix},
 };
 
-const TestList phase5_tests = {tests, sizeof tests / sizeof tests[0], NULL, false}; /* one chunk whatever the shape: no time estimate */
+const TestList phase5_tests = {tests, sizeof tests / sizeof tests[0], NULL, false, NULL}; /* one chunk whatever the shape: no time estimate */

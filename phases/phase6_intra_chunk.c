@@ -237,4 +237,4 @@ static Work least_work(const Test *t) {
     return one_chunk ? (Work){0, 0} : dn_layer_work(&t->shape);
 }
 
-const TestList phase6_tests = {tests, sizeof tests / sizeof tests[0], least_work, false};
+const TestList phase6_tests = {tests, sizeof tests / sizeof tests[0], least_work, false, NULL};

@@ -182,4 +182,4 @@ static Work least_work(const Test *t) {
     return w;
 }
 
-const TestList phase7_tests = {tests, sizeof tests / sizeof tests[0], least_work, false};
+const TestList phase7_tests = {tests, sizeof tests / sizeof tests[0], least_work, false, NULL};

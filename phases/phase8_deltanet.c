@@ -3,6 +3,7 @@
 #include "phases.h"
 
 #include "deltanet_data.h"
+#include "deltanet_files.h"
 #include "grid.h"
 #include "layer_variants.h"
 #include "pipeline.h"
@@ -366,4 +367,4 @@ static Work least_work(const Test *t) {
     return dn_layer_work(&sh);
 }
 
-const TestList phase8_tests = {tests, sizeof tests / sizeof tests[0], least_work, false};
+const TestList phase8_tests = {tests, sizeof tests / sizeof tests[0], least_work, false, layer_shape_from_files};

@@ -10,6 +10,7 @@
 
 #include "../kernels/gated_delta_net.h"
 #include "deltanet_data.h"
+#include "deltanet_files.h"
 
 #include <limits.h>
 #include <stdint.h>
@@ -562,4 +563,4 @@ static const Test tests[] = {
 /* Each row calls the entry point on its shape (gdn_bad_calls once more per bad call). */
 static Work least_work(const Test *t) { return dn_layer_work(&t->shape); }
 
-const TestList phase8_gdn_tests = {tests, sizeof tests / sizeof tests[0], least_work, false};
+const TestList phase8_gdn_tests = {tests, sizeof tests / sizeof tests[0], least_work, false, layer_shape_from_files};

@@ -284,4 +284,4 @@ static const Test tests[] = {
 };
 
 /* fixed, tiny shapes (--set does not apply): no time estimate */
-const TestList phase8_golden_tests = {tests, sizeof tests / sizeof tests[0], NULL, false};
+const TestList phase8_golden_tests = {tests, sizeof tests / sizeof tests[0], NULL, false, NULL};

@@ -444,4 +444,4 @@ static const Test tests[] = {
 
 /* fixed shapes, --set does not reshape them: no least_work hook (native_context_T262144's
  * GPU shape, about 30 GB of device memory, runs with --max-mem raised) */
-const TestList phase8_numerics_tests = {tests, sizeof tests / sizeof tests[0], NULL, true};
+const TestList phase8_numerics_tests = {tests, sizeof tests / sizeof tests[0], NULL, true, NULL};

@@ -8,6 +8,7 @@
 #include "phases.h"
 
 #include "deltanet_data.h"
+#include "deltanet_files.h"
 #include "kernels/ladder.h"
 #include "pipeline.h"
 
@@ -324,4 +325,4 @@ static const Test tests[] = {
 /* The layer rows run their shape (layers_T0: none); kernel_refusals a fixed one. */
 static Work least_work(const Test *t) { return t->run == t_refusals ? (Work){0, 0} : dn_layer_work(&t->shape); }
 
-const TestList phase8_paths_tests = {tests, sizeof tests / sizeof tests[0], least_work, false};
+const TestList phase8_paths_tests = {tests, sizeof tests / sizeof tests[0], least_work, false, layer_shape_from_files};

@@ -26,4 +26,4 @@ static const Test tests[] = {
     {1, "neg_wrong_reference", "unfused", TOL_EXACT, {.len = 256}, t_wrong},
 };
 
-const TestList phase1_tests = {tests, sizeof tests / sizeof tests[0], NULL, false}; /* fixed, tiny shapes: no time estimate */
+const TestList phase1_tests = {tests, sizeof tests / sizeof tests[0], NULL, false, NULL}; /* fixed, tiny shapes: no time estimate */

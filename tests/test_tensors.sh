@@ -146,10 +146,14 @@ rc=$?
 [ $rc = 2 ] && grep -q "${test}__q.npy is not a regular file" "$tmp/out" || fail "--load of a FIFO: exit $rc: $(cat "$tmp/out")"
 ok
 # a well-formed set the kernels cannot run (D_k = 300) is bad input, exit 2,
-# as --set D_k=300 is (it was a kernel FAIL, exit 1)
-mkdir "$tmp/wide"
-python3 - "$tmp/wide" <<'EOF'
+# as --set D_k=300 is (it was a kernel FAIL, exit 1); D_k = 129 is past the
+# chunked kernels' but the recurrent kernel's: its rows run it (it was refused
+# for every row), a two_launch row skips it, saying why
+layer_files() { # DIR D: a layer's six inputs of T = 2, one head of D, every element -0.1
+    mkdir "$1"
+    python3 - "$1" "$2" <<'EOF'
 import struct, sys
+D = int(sys.argv[2])
 def save(name, shape):
     n = 1
     for s in shape: n *= s
@@ -157,11 +161,16 @@ def save(name, shape):
     head = d.encode() + b" " * (-(10 + len(d) + 1) % 64) + b"\n"
     open(f"{sys.argv[1]}/{name}.npy", "wb").write(b"\x93NUMPY\x01\x00" + struct.pack("<H", len(head)) + head
                                                  + struct.pack("<f", -0.1) * n)
-for name, shape in (("q", (1, 2, 1, 300)), ("k", (1, 2, 1, 300)), ("v", (1, 2, 1, 300)), ("g", (1, 2, 1)),
-                    ("beta", (1, 2, 1)), ("state", (1, 1, 300, 300))):
+for name, shape in (("q", (1, 2, 1, D)), ("k", (1, 2, 1, D)), ("v", (1, 2, 1, D)), ("g", (1, 2, 1)),
+                    ("beta", (1, 2, 1)), ("state", (1, 1, D, D))):
     save(name, shape)
 EOF
-expect 2 "--load: the files give D_k = 300, out of range: D_k is 1 to 128" --test $test --load "$tmp/wide"
+}
+layer_files "$tmp/wide" 300
+expect 2 "--load: the files give D_k = 300, out of range: D_k is 1 to 256" --test $test --load "$tmp/wide"
+layer_files "$tmp/dk129" 129
+expect 0 "^\[PASS\] phase 8  recurrent_prompt .*Dk=129" --test recurrent_prompt --load "$tmp/dk129"
+expect 0 "^\[SKIP\] phase 8  two_launch_T64 .*two_launch refuses: D_k past" --test two_launch_T64 --load "$tmp/dk129"
 # --dump of the generated grid: every case's inputs and outputs in files of
 # their own (at most 64 names were kept: later cases overwrote earlier ones;
 # the output 'state #2' overwrote the second case's input 'state')
