@@ -85,14 +85,15 @@ typedef struct {
     int (*shape_from_files)(const char *dir, const char *test, Shape *sh, char *err, size_t err_size);
 } TestList;
 
-/* ---- random inputs (deterministic per seed and test name) ------------- */
+/* ---- random inputs (deterministic per seed and test name; rng.c) ------ */
 uint64_t rng_next(Ctx *c);
 double rng_uniform(Ctx *c);              /* [0, 1) */
 double rng_normal(Ctx *c);               /* N(0, 1) */
 void fill_uniform(Ctx *c, float *x, size_t n, double lo, double hi);
 void fill_normal(Ctx *c, float *x, size_t n, double mean, double sd);
 
-/* ---- memory: host arrays and guarded device buffers, freed after the test */
+/* ---- memory: host arrays and guarded device buffers, freed after the test
+ * (context.c, as the comparison below) */
 float *host_f(Ctx *c, size_t n);
 double *host_d(Ctx *c, size_t n);
 /* Device buffer holding a copy of host[0..n). */
@@ -120,7 +121,8 @@ void test_release(Ctx *c, TestMark m);
 int expect_close(Ctx *c, const char *what, const float *dev, const double *ref, int rows, int cols, Tol tol);
 /* The same for an output already on the host. */
 int expect_close_host(Ctx *c, const char *what, const float *got, const double *ref, int rows, int cols, Tol tol);
-/* Marks the test failed with a message (printf-style). */
+/* The verdict (verdict.c, up to is_cpu_backend: limits.c).
+ * Marks the test failed with a message (printf-style). */
 void test_fail(Ctx *c, const char *fmt, ...);
 /* The shape --set asked for is one the test cannot run: the test is skipped
  * with "--set does not apply: <why>" on its line (never a failure, never an
@@ -132,7 +134,7 @@ int test_failed(const Ctx *c);
 void set_shape_desc(Ctx *c, const char *fmt, ...);
 int is_cpu_backend(void);
 
-/* ---- benchmarking --------------------------------------------------------
+/* ---- benchmarking (bench.c) ----------------------------------------------
  * The device work a test would time under --bench goes through bench_work:
  * normally it runs `work` once; with --bench it also runs it repeatedly,
  * timed, and records the timing under `label` (several labels per test make

@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-/* ---- comparison core ---------------------------------------------------- */
+/* ---- comparison core (compare.c) ---------------------------------------- */
 #define MAX_REPORTED 5
 typedef struct {
     double max_diff;        /* over finite elements */
@@ -24,14 +24,14 @@ typedef struct {
 } Comparison;
 Comparison compare_arrays(const float *got, const double *ref, size_t n, Tol tol);
 
-/* ---- guard regions ------------------------------------------------------ */
+/* ---- guard regions (context.c) ------------------------------------------ */
 #define GUARD_FLOATS 64
 #define GUARD_WORD 0x7fa5a5a5u /* a NaN no kernel computes */
 void guard_fill(uint32_t *g, size_t n);
 /* Index of the first word that differs from the pattern, or -1. */
 long guard_first_damage(const uint32_t *g, size_t n);
 
-/* ---- one test's context ------------------------------------------------- */
+/* ---- one test's context (context.c) ------------------------------------- */
 typedef struct {
     char name[32];
     float *base;    /* allocation: guard | data | guard */
@@ -124,7 +124,7 @@ struct Ctx {
 void ctx_begin(Ctx *c, const Test *t, uint64_t seed, bool verbose, int bench_reps, double max_mem);
 void ctx_end(Ctx *c); /* frees everything the test allocated */
 
-/* ---- options ------------------------------------------------------------ */
+/* ---- options (options.c) ------------------------------------------------ */
 #define MAX_PATTERNS 32
 typedef struct {
     bool list, help, verbose, env;
@@ -157,7 +157,7 @@ bool test_selected(const Options *o, const Test *t);
  * a chunk size). 0, or 2 with a message when the shape is impossible. */
 int apply_set(const Options *o, const Test *t, Test *out, char *err, size_t err_size);
 
-/* ---- registry ----------------------------------------------------------- */
+/* ---- registry (registry.c) ---------------------------------------------- */
 /* The tables the program runs (main passes the phases' tables; the list
  * must outlive the run). Before parse_options. */
 void registry_use(const TestList *const *tables, int count);
@@ -182,7 +182,7 @@ void bench_print(FILE *out, const BenchResult *bench, int n);
 /* One line before the first test: how timings are taken. */
 void bench_print_method(FILE *out, int reps);
 
-/* ---- running ------------------------------------------------------------ */
+/* ---- running (runner.c; test_error: verdict.c) -------------------------- */
 /* What a test left behind, for the line, the log and the JUnit report. */
 typedef struct {
     const Test *test;

@@ -158,7 +158,7 @@ kdn_status kdn_gdn_chosen_path(const kdn_gdn_call *call, kdn_path *path);
 int kdn_gdn_recurrent_max_t(int n_seqs);
 const char *kdn_gdn_backend(void); /* "hip", "cuda" or "cpu" */
 
-/* ---- tuning (docs/api.md, "Tuning") ---------------------------------------
+/* ---- tuning (docs/api.md, "Tuning"; kernels/tuning.c) ---------------------
  * kdn_tuning_defaults: the build's built-in constants (device "").
  * kdn_tuning_load: reads a tuning file and checks it whole (its format, its
  *   version, its backend and that its device is the calling thread's current

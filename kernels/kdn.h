@@ -58,17 +58,19 @@ typedef struct {
     long snap_stride; /* >= D_k*D_v*H_v*n_seqs */
     const kdn_tuning *tuning; /* the dispatch's constants, checked (kdn_tuning_check); NULL: the built-in ones */
 } KdnLayerCall;
-/* The call of contiguous ggml tensors: unscaled q, scalar gate, K = 1. */
+/* The call of contiguous ggml tensors: unscaled q, scalar gate, K = 1
+ * (gated_delta_net.c). */
 KdnLayerCall kdn_layer_contiguous(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                                   const float *beta, const float *state_in, float *o, float *state_out);
-/* Token-recurrent kernel: every head and sequence in one launch. */
+/* Token-recurrent kernel: every head and sequence in one launch
+ * (deltanet_recurrent.cpp, as the next one). */
 void kdn_deltanet_recurrent_call(const KdnLayerCall *c);
 /* The same on contiguous tensors (kdn_layer_contiguous). */
 void kdn_deltanet_recurrent(const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                             const float *beta, const float *state_in, float *o, float *state_out);
 
 /* dst (contiguous [ne0, ne1, ne2, ne3]) = src, a view with contiguous rows
- * and strides st[0..2] (floats) for dims 1..3. */
+ * and strides st[0..2] (floats) for dims 1..3 (gather.cpp). */
 void kdn_gather_strided(const float *src, const long ne[4], const long st[3], float *dst);
 
 /* Two-launch form, on a KdnLayerCall c with the scalar gate and K = 1: q,
@@ -89,13 +91,14 @@ typedef struct {
                          sequence's chunked tokens; NULL from kdn_chunk_buffers_carve */
 } KdnChunkBuffers;
 /* 1) every chunk of every head and sequence in parallel, one launch: reads
- * c's q, k, v, g, beta, writes b. */
+ * c's q, k, v, g, beta, writes b (two_launch_intra.cpp). */
 void kdn_two_launch_intra(const KdnLayerCall *c, const KdnChunkBuffers *b);
 /* 2) chunks c0 <= c < c1 of every head and sequence, one launch: the outputs
  * of those chunks' tokens (times c->q_scale) and the state carried through
  * them, from c's q, k and b. c->state_in (ggml layout) is the state at chunk
  * c0's start; c->snapshots (which may be the same buffer) receives the state
- * after chunk c1 - 1; c->o is written for the tokens of chunks c0..c1-1 only. */
+ * after chunk c1 - 1; c->o is written for the tokens of chunks c0..c1-1 only
+ * (two_launch_state.cpp, as the next one). */
 void kdn_two_launch_state(const KdnLayerCall *c, int c0, int c1, const KdnChunkBuffers *b);
 
 /* The chunk size of the fewest state-pass rounds (a round: the workgroups the

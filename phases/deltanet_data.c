@@ -4,7 +4,7 @@
 #include "deltanet_files.h"
 
 #include "../harness/tensors.h"
-#include "../reference/ref.h"
+#include "../reference/linalg.h"
 
 #include <math.h>
 #include <pthread.h>

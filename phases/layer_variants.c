@@ -3,6 +3,7 @@
 #include "layer_variants.h"
 #include "kernels/ladder.h"
 
+#include "library_paths.h"
 #include "pipeline.h"
 
 #include <string.h>

@@ -2,7 +2,7 @@
 #include "phases.h"
 
 #include "kernels/ladder.h"
-#include "../reference/ref.h"
+#include "../reference/linalg.h"
 
 #include <float.h>
 #include <math.h>

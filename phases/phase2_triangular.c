@@ -2,7 +2,7 @@
 #include "phases.h"
 
 #include "kernels/ladder.h"
-#include "../reference/ref.h"
+#include "../reference/linalg.h"
 
 static void t_tril(const Test *t, Ctx *c) {
     int n = t->shape.order;

@@ -2,7 +2,7 @@
 #include "phases.h"
 
 #include "kernels/ladder.h"
-#include "../reference/ref.h"
+#include "../reference/linalg.h"
 
 typedef void (*GemmKernel)(const float *, const float *, float *, int, int, int);
 

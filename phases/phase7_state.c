@@ -5,9 +5,10 @@
 
 #include "deltanet_data.h"
 #include "kernels/ladder.h"
+#include "library_paths.h"
 #include "pipeline.h"
 
-#include "../reference/ref.h"
+#include "../reference/linalg.h"
 
 #include <math.h>
 #include <string.h>

@@ -6,7 +6,7 @@
 #include "deltanet_files.h"
 #include "grid.h"
 #include "layer_variants.h"
-#include "pipeline.h"
+#include "library_paths.h"
 
 #include <stdbool.h>
 #include <stdio.h>

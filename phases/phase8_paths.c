@@ -10,7 +10,7 @@
 #include "deltanet_data.h"
 #include "deltanet_files.h"
 #include "kernels/ladder.h"
-#include "pipeline.h"
+#include "library_paths.h"
 
 #include <stddef.h>
 #include <stdio.h>

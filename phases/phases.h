@@ -1,4 +1,6 @@
-/* One table of tests per phase of the ladder. */
+/* One table of tests per phase of the ladder, each defined by its file
+ * (phase1_tests in phase1_elementwise.c, ...; the phase8_*_tests in
+ * phase8_*.c). */
 #ifndef PHASES_H
 #define PHASES_H
 

@@ -41,36 +41,4 @@ void step_state(ChunkWork *w, float *St, int n);
 void deltanet_unfused(ChunkWork *w, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
                       const float *beta, const float *state_in, float *o, float *state_out);
 
-/* The product paths live in the library (kdn.h: kdn_layer_run, the
- * library's dispatch). The tests give them their per-chunk buffers as guarded
- * device buffers of the test, one per quantity (an overrun of one is caught
- * on its own), so that phases 6 and 7 can check each intermediate. */
-typedef KdnChunkBuffers ChunkQuantities;
-int two_launch_chunks(const KdnShape *s); /* ceil(T / C) */
-void *two_launch_prepare(Ctx *c, const KdnShape *s);
-/* Layer-row adapters: kdn_layer_run with path CHUNKED, AUTO, RECURRENT
- * (scratch from two_launch_prepare; unused by the last). */
-void deltanet_two_launch(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
-                         const float *g, const float *beta, const float *state_in, float *o, float *state_out);
-void deltanet_auto(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                   const float *beta, const float *state_in, float *o, float *state_out);
-void deltanet_recurrent(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
-                        const float *g, const float *beta, const float *state_in, float *o, float *state_out);
-
-/* Reference side: one chunk's inputs gathered from the ggml tensors (double,
- * token rows) and its ref_chunk_intra, in host scratch reused chunk after
- * chunk (the harness caps a test's host arrays). */
-typedef struct {
-    int n;                        /* tokens of the chunk last gathered */
-    double *q, *k, *v, *g, *beta; /* its inputs */
-    RefChunk r;
-} RefChunkWork;
-RefChunkWork ref_chunk_work(Ctx *c, const KdnShape *s);
-void ref_chunk_of(RefChunkWork *w, const DnData *d, int seq, int h, int ch);
-/* Copies w's gamma, to_end = exp(gamma_last - gamma), Tinv, U, W and P =
- * (Q K^T) .* decay (Tinv and P skipped where NULL) into chunk ci of padded
- * arrays in kdn.h's layout (zero-initialised: rows past n stay 0). */
-void ref_chunk_place(const RefChunkWork *w, const KdnShape *s, size_t ci, double *gamma, double *to_end,
-                     double *Tinv, double *U, double *W, double *P);
-
 #endif

@@ -3,7 +3,7 @@
  * ground truth, the chunked form is checked against it by tests/test_reference.c. */
 #include "deltanet.h"
 
-#include "ref.h"
+#include "linalg.h"
 
 #include <math.h>
 #include <stdlib.h>

@@ -1,5 +1,5 @@
 /* Reference element-wise ops and small dense linear algebra, in double. */
-#include "ref.h"
+#include "linalg.h"
 
 #include <math.h>
 

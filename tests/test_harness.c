@@ -4,7 +4,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "../harness/internal.h"
 #include "../kernels/kdn.h"
-#include "../reference/ref.h"
+#include "../reference/linalg.h"
 #include "../phases/phases.h"
 #include "executor_kernels.h"
 

@@ -4,7 +4,7 @@
  * (ref_gdn): the KDA gate against a matrix form written out here, K snapshots
  * against the recurrence over prefixes, q scale. */
 #include "../reference/deltanet.h"
-#include "../reference/ref.h"
+#include "../reference/linalg.h"
 
 #include <math.h>
 #include <stdint.h>

@@ -11,7 +11,7 @@
 extern "C" {
 #endif
 
-/* ---- phase 1: element-wise (n elements) -------------------------------- */
+/* ---- phase 1: element-wise (n elements; elementwise.cpp) -------------- */
 void kdn_sigmoid(const float *x, float *y, int n);
 void kdn_exp(const float *x, float *y, int n);
 /* y = e^g as every layer kernel computes a decay factor (decay.h: kdn_decay) */
@@ -27,7 +27,7 @@ void kdn_broadcast_mul_rows(const float *a, const float *v, float *y, int rows, 
 void kdn_cumsum_sequential(const float *x, float *y, int n, int count);
 void kdn_cumsum_wave_scan(const float *x, float *y, int n, int count);
 
-/* ---- phase 2: triangular (n x n unless stated) ------------------------- */
+/* ---- phase 2: triangular (n x n unless stated; triangular.cpp) -------- */
 /* y = x with entries above diagonal `diag` zeroed (diag 0 keeps the diagonal) */
 void kdn_tril(const float *x, float *y, int n, int diag);
 void kdn_causal_mask(float *y, int n);   /* 1 where col < row, else 0 */
@@ -40,13 +40,13 @@ void kdn_solve_tri_parallel(const float *A, const float *B, float *X, int n, int
 void kdn_causal_identity(const float *x, float *y, int n);
 void kdn_transpose(const float *x, float *y, int rows, int cols);
 
-/* ---- phase 3: GEMMs  C (M x N) ----------------------------------------- */
+/* ---- phase 3: GEMMs  C (M x N; gemm.cpp) ------------------------------ */
 void kdn_gemm_nn_naive(const float *A, const float *B, float *C, int M, int N, int K); /* A MxK, B KxN */
 void kdn_gemm_nt_naive(const float *A, const float *B, float *C, int M, int N, int K); /* A MxK, B NxK */
 void kdn_gemm_tn_naive(const float *A, const float *B, float *C, int M, int N, int K); /* A KxM, B KxN */
 void kdn_gemm_nt_tiled(const float *A, const float *B, float *C, int M, int N, int K);
 
-/* ---- phases 4-7: chunk-level steps (n tokens, d features) -------------- */
+/* ---- phases 4-7: chunk-level steps (n tokens, d features; chunk.cpp) -- */
 /* mask[i][j] = exp(gamma_i - gamma_j) for j <= i, else 0; `count` masks. */
 void kdn_decay_mask(const float *gamma, float *mask, int n, int count);
 /* A = -(K_beta K^T) * mask below the diagonal, 0 elsewhere (n x n). */

@@ -1,12 +1,12 @@
-/* The host reference: plain C in double precision, independent of the
+/* The host reference's element-wise ops and small linear algebra: plain C in double precision, independent of the
  * kernels. Matrices are row-major, as in kernels/kdn.h. Inputs are the
  * float values the kernels see, widened to double. */
-#ifndef REF_H
-#define REF_H
+#ifndef REF_LINALG_H
+#define REF_LINALG_H
 
 #include <stddef.h>
 
-/* ---- element-wise and small linear algebra (linalg.c) ------------------ */
+/* ---- element-wise and small linear algebra ------------------------------ */
 void ref_widen(const float *x, double *y, size_t n);
 void ref_sigmoid(const float *x, double *y, size_t n);
 void ref_exp(const float *x, double *y, size_t n);

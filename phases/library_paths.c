@@ -1,7 +1,7 @@
 /* The library's paths as layer rows of the tests (the per-chunk buffers as
  * guarded test buffers), and the reference of one chunk in
- * kdn.h's per-chunk layout (see pipeline.h). */
-#include "pipeline.h"
+ * kdn.h's per-chunk layout (library_paths.h). */
+#include "library_paths.h"
 
 #include <math.h>
 #include <string.h>
