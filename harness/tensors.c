@@ -20,7 +20,7 @@
 /* ---- .npy ---------------------------------------------------------------- */
 static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 
-static int fail(char *err, size_t size, const char *fmt, ...) {
+int tensor_error(char *err, size_t size, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(err, size, fmt, ap);
@@ -85,7 +85,7 @@ int npy_write(const char *path, const void *data, int word, int ndim, const size
     int rc = write_renamed(tmp, path, pre, dict, (size_t)len, header, data, word, element_count(ndim, shape));
     int why = errno;
     sigprocmask(SIG_SETMASK, &old, NULL);
-    return rc ? fail(err, size, "writing %s failed: %s", path, strerror(why)) : 0;
+    return rc ? tensor_error(err, size, "writing %s failed: %s", path, strerror(why)) : 0;
 }
 
 /* The header dict is a Python literal, read as numpy reads it: exactly the
@@ -104,7 +104,7 @@ static void skip_blanks(Dict *d) {
 }
 
 static int malformed(Dict *d, const char *what) {
-    return fail(d->err, d->size, "%s: malformed .npy header: %s at '%.20s'", d->path, what, d->p);
+    return tensor_error(d->err, d->size, "%s: malformed .npy header: %s at '%.20s'", d->path, what, d->p);
 }
 
 /* A quoted string without escapes into out. */
@@ -126,7 +126,7 @@ static int read_descr(Dict *d, NpyHeader *h) {
     if (read_string(d, descr, sizeof descr) != 0) return -1;
     h->word = strcmp(descr, "<f4") == 0 ? 4 : strcmp(descr, "<f8") == 0 ? 8 : 0;
     if (!h->word)
-        return fail(d->err, d->size, "%s: element type %.*s is not little-endian float32 or float64 ('<f4', '<f8')",
+        return tensor_error(d->err, d->size, "%s: element type %.*s is not little-endian float32 or float64 ('<f4', '<f8')",
                     d->path, (int)(d->p - at), at);
     return 0;
 }
@@ -134,7 +134,7 @@ static int read_descr(Dict *d, NpyHeader *h) {
 static int read_fortran_order(Dict *d) {
     if (strncmp(d->p, "False", 5) == 0 && !isalnum((unsigned char)d->p[5])) return d->p += 5, 0;
     if (strncmp(d->p, "True", 4) == 0 && !isalnum((unsigned char)d->p[4]))
-        return fail(d->err, d->size, "%s: Fortran order; only C order is read", d->path);
+        return tensor_error(d->err, d->size, "%s: Fortran order; only C order is read", d->path);
     return malformed(d, "fortran_order is not False or True");
 }
 
@@ -151,7 +151,7 @@ static int read_shape(Dict *d, NpyHeader *h) {
         unsigned long long v = strtoull(d->p, &end, 10);
         if (!isdigit((unsigned char)*d->p) || errno || h->ndim == NPY_MAX_DIMS) return malformed(d, "a bad dimension");
         if (v && count > (1ull << 40) / v) /* no size_t overflow below */
-            return fail(d->err, d->size, "%s: shape too large (over 2^40 elements)", d->path);
+            return tensor_error(d->err, d->size, "%s: shape too large (over 2^40 elements)", d->path);
         count *= v ? v : 1;
         h->shape[h->ndim++] = (size_t)v;
         d->p = end;
@@ -176,7 +176,7 @@ static int parse_dict(const char *path, const char *dict, NpyHeader *h, char *er
         int k = 0;
         while (k < 3 && strcmp(key, keys[k]) != 0) k++;
         if (k == 3 || seen[k])
-            return fail(err, size, "%s: malformed .npy header: %s key '%s' (only descr, fortran_order, shape, once each)",
+            return tensor_error(err, size, "%s: malformed .npy header: %s key '%s' (only descr, fortran_order, shape, once each)",
                         path, k == 3 ? "an extra" : "a repeated", key);
         seen[k] = true;
         skip_blanks(&d);
@@ -193,7 +193,7 @@ static int parse_dict(const char *path, const char *dict, NpyHeader *h, char *er
     skip_blanks(&d);
     if (*d.p) return malformed(&d, "text after the dict");
     if (!seen[0] || !seen[1] || !seen[2])
-        return fail(err, size, "%s: malformed .npy header (descr, fortran_order or shape missing)", path);
+        return tensor_error(err, size, "%s: malformed .npy header (descr, fortran_order or shape missing)", path);
     return 0;
 }
 
@@ -205,11 +205,11 @@ static FILE *open_regular(const char *path, char *err, size_t size) {
     struct stat st;
     FILE *f = NULL;
     if (fd < 0 || fstat(fd, &st) != 0)
-        fail(err, size, "cannot read %s: %s", path, strerror(errno));
+        tensor_error(err, size, "cannot read %s: %s", path, strerror(errno));
     else if (!S_ISREG(st.st_mode))
-        fail(err, size, "%s is not a regular file", path);
+        tensor_error(err, size, "%s is not a regular file", path);
     else if (!(f = fdopen(fd, "rb")))
-        fail(err, size, "cannot read %s: %s", path, strerror(errno));
+        tensor_error(err, size, "cannot read %s: %s", path, strerror(errno));
     if (!f && fd >= 0) close(fd);
     return f;
 }
@@ -222,17 +222,17 @@ int npy_read_header(const char *path, NpyHeader *h, char *err, size_t size) {
     char *dict = NULL;
     size_t len = 0, lenbytes = 0;
     if (fread(pre, 1, 8, f) != 8 || memcmp(pre, npy_magic, 6) != 0) {
-        fail(err, size, "%s: not a .npy file (no \\x93NUMPY magic)", path);
+        tensor_error(err, size, "%s: not a .npy file (no \\x93NUMPY magic)", path);
         goto out;
     }
     lenbytes = pre[6] == 1 ? 2 : pre[6] == 2 || pre[6] == 3 ? 4 : 0;
     if (!lenbytes || fread(pre + 8, 1, lenbytes, f) != lenbytes) {
-        fail(err, size, "%s: unsupported .npy version %d.%d or truncated header", path, pre[6], pre[7]);
+        tensor_error(err, size, "%s: unsupported .npy version %d.%d or truncated header", path, pre[6], pre[7]);
         goto out;
     }
     for (size_t i = lenbytes; i-- > 0;) len = len << 8 | pre[8 + i];
     if (len > (1u << 20) || !(dict = malloc(len + 1)) || fread(dict, 1, len, f) != len) {
-        fail(err, size, "%s: truncated or oversized .npy header", path);
+        tensor_error(err, size, "%s: truncated or oversized .npy header", path);
         goto out;
     }
     dict[len] = 0;
@@ -240,12 +240,12 @@ int npy_read_header(const char *path, NpyHeader *h, char *err, size_t size) {
     h->data_offset = (long)(8 + lenbytes + len);
     size_t n = element_count(h->ndim, h->shape);
     if (fseek(f, 0, SEEK_END) != 0) {
-        fail(err, size, "%s: cannot seek: %s", path, strerror(errno));
+        tensor_error(err, size, "%s: cannot seek: %s", path, strerror(errno));
         goto out;
     }
     long have = ftell(f) - h->data_offset;
     if (have < 0 || (size_t)have != n * (size_t)h->word) {
-        fail(err, size, "%s: %ld bytes of data, its shape needs %zu (truncated or padded file)", path, have,
+        tensor_error(err, size, "%s: %ld bytes of data, its shape needs %zu (truncated or padded file)", path, have,
              n * (size_t)h->word);
         goto out;
     }
@@ -267,7 +267,7 @@ int npy_read_floats(const char *path, const NpyHeader *h, float *dst, char *err,
             for (double x; done < n && fread(&x, 8, 1, f) == 1; done++) dst[done] = (float)x;
     }
     fclose(f);
-    return done == n ? 0 : fail(err, size, "%s: read %zu of %zu elements", path, done, n);
+    return done == n ? 0 : tensor_error(err, size, "%s: read %zu of %zu elements", path, done, n);
 }
 
 /* ---- the run's directories ------------------------------------------------ */
@@ -278,24 +278,24 @@ static const char *dump_dir, *load_dir;
 static int lock_dump_dir(const char *dir, char *err, size_t size) {
     char path[4096];
     if ((size_t)snprintf(path, sizeof path, "%s/.test_deltanet.lock", dir) >= sizeof path)
-        return fail(err, size, "--dump: the path '%.60s...' is too long", dir);
+        return tensor_error(err, size, "--dump: the path '%.60s...' is too long", dir);
     int fd = open(path, O_RDWR | O_CREAT, 0644);
-    if (fd < 0) return fail(err, size, "--dump: cannot write in %s: %s", dir, strerror(errno));
+    if (fd < 0) return tensor_error(err, size, "--dump: cannot write in %s: %s", dir, strerror(errno));
     struct flock lk = {.l_type = F_WRLCK, .l_whence = SEEK_SET};
     if (fcntl(fd, F_SETLK, &lk) == 0) return 0; /* fd stays open: the lock lasts the run */
     int why = errno;
     bool held = (why == EACCES || why == EAGAIN) && fcntl(fd, F_GETLK, &lk) == 0 && lk.l_type != F_UNLCK;
     close(fd);
-    if (held) return fail(err, size, "--dump: %s is in use by another run (pid %ld)", dir, (long)lk.l_pid);
-    return fail(err, size, "--dump: cannot lock %s: %s", path, strerror(why));
+    if (held) return tensor_error(err, size, "--dump: %s is in use by another run (pid %ld)", dir, (long)lk.l_pid);
+    return tensor_error(err, size, "--dump: cannot lock %s: %s", path, strerror(why));
 }
 
 int tensors_set_dirs(const char *dump, const char *load, char *err, size_t size) {
     struct stat st;
     if (dump && mkdir(dump, 0777) != 0 && errno != EEXIST)
-        return fail(err, size, "--dump: cannot create %s: %s", dump, strerror(errno));
+        return tensor_error(err, size, "--dump: cannot create %s: %s", dump, strerror(errno));
     if (dump && (stat(dump, &st) != 0 || !S_ISDIR(st.st_mode)))
-        return fail(err, size, "--dump: %s is not a directory", dump);
+        return tensor_error(err, size, "--dump: %s is not a directory", dump);
     if (dump && lock_dump_dir(dump, err, size) != 0) return -1;
     dump_dir = dump;
     load_dir = load;
@@ -385,7 +385,7 @@ int tensor_path(const char *dir, const char *test, const char *tensor, char *pat
     if (access(path, F_OK) == 0) return 0;
     snprintf(path, size, "%s/%s.npy", dir, tensor);
     if (access(path, F_OK) == 0) return 0;
-    return fail(err, err_size, "--load: neither %s/%s__%s.npy nor %s exists", dir, test, tensor, path);
+    return tensor_error(err, err_size, "--load: neither %s/%s__%s.npy nor %s exists", dir, test, tensor, path);
 }
 
 int load_floats(Ctx *c, const char *tensor, float *dst, int ndim, const size_t *shape) {

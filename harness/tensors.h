@@ -23,6 +23,8 @@ typedef struct {
 int npy_write(const char *path, const void *data, int word, int ndim, const size_t *shape, char *err, size_t err_size);
 /* Reads and checks the header (and that the file holds all its elements). */
 int npy_read_header(const char *path, NpyHeader *h, char *err, size_t err_size);
+/* Writes the message (printf-style) to err; returns -1, as the readers do. */
+int tensor_error(char *err, size_t size, const char *fmt, ...);
 /* "(2, 3)", "(5,)" or "()" as numpy writes a shape tuple. */
 void shape_tuple(int ndim, const size_t *shape, char *out, size_t size);
 /* Reads the elements as float ('<f8' is narrowed) into dst, which holds

@@ -3,7 +3,6 @@
 
 #include "../harness/tensors.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,27 +24,19 @@ int layer_tensor_shape(const Shape *sh, const char *tensor, size_t *shape) {
     return ndim;
 }
 
-static int fail(char *err, size_t size, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, size, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 /* The six headers, each of its tensor's rank and of dimensions in range. */
 static int read_headers(const char *dir, const char *test, NpyHeader h[6], char *err, size_t size) {
     char path[4096], why[4300];
     for (int i = 0; i < 6; i++) {
         if (tensor_path(dir, test, layer_inputs[i], path, sizeof path, err, size) != 0) return -1;
-        if (npy_read_header(path, &h[i], why, sizeof why) != 0) return fail(err, size, "--load: %s", why);
+        if (npy_read_header(path, &h[i], why, sizeof why) != 0) return tensor_error(err, size, "--load: %s", why);
         int want = i == 3 || i == 4 ? 3 : 4;
         if (h[i].ndim != want)
-            return fail(err, size, "--load: %s has %d dimensions, %s has %d (docs/bench.md)", path, h[i].ndim,
+            return tensor_error(err, size, "--load: %s has %d dimensions, %s has %d (docs/bench.md)", path, h[i].ndim,
                         layer_inputs[i], want);
         for (int d = 0; d < want; d++)
             if (h[i].shape[d] == 0 || h[i].shape[d] > 65535 * 16)
-                return fail(err, size, "--load: %s: dimension %d is %zu", path, d, h[i].shape[d]);
+                return tensor_error(err, size, "--load: %s: dimension %d is %zu", path, d, h[i].shape[d]);
     }
     return 0;
 }
@@ -64,12 +55,12 @@ int layer_shape_from_files(const char *dir, const char *test, Shape *sh, char *e
             shape_tuple(nd, h[i].shape, got, sizeof got);
             shape_tuple(nd, want, exp, sizeof exp);
             tensor_path(dir, test, layer_inputs[i], path, sizeof path, err, size);
-            return fail(err, size, "--load: %s has shape %s; with q %s and v as given it must be %s", path, got,
+            return tensor_error(err, size, "--load: %s has shape %s; with q %s and v as given it must be %s", path, got,
                         "(n_seqs, T, H_k, D_k)", exp);
         }
     }
     if (s.H_v % s.H_k != 0)
-        return fail(err, size, "--load: H_v = %d (v) is not a multiple of H_k = %d (q)", s.H_v, s.H_k);
+        return tensor_error(err, size, "--load: H_v = %d (v) is not a multiple of H_k = %d (q)", s.H_v, s.H_k);
     *sh = s;
     return 0;
 }
