@@ -83,6 +83,9 @@ expect 1 "decode_ref.sh on a source without the kernel" bash tools/gpu/decode_re
 expect 0 "check_on_gpu.sh --dry-run" bash integration/llama.cpp/check_on_gpu.sh --dry-run --rounds 2 "$tmp" "$tmp/chk" &&
     { grep -q 'perf (x2)' "$tmp/out" || fail "check_on_gpu.sh --dry-run: $(cat "$tmp/out")"; }
 expect 2 "check_on_gpu.sh --rounds 0" bash integration/llama.cpp/check_on_gpu.sh --rounds 0 "$tmp" "$tmp/chk"
+# --device: every run on the card named (the second of two cards); the default is the first
+expect 0 "check_on_gpu.sh --device" bash integration/llama.cpp/check_on_gpu.sh --dry-run --backend hip --device ROCm1 "$tmp" "$tmp/chk" &&
+    { grep -q -- '-b ROCm1 and fusion_check ROCm1' "$tmp/out" || fail "check_on_gpu.sh --device: $(cat "$tmp/out")"; }
 
 # apply_and_build.sh on a tree older than the op form the patch needs: refused with that message (1)
 mkdir -p "$tmp/old/src/ggml-cuda" && echo '// no snapshot-cache fusion' > "$tmp/old/src/ggml-cuda/gated_delta_net.cuh"

@@ -7,20 +7,22 @@
 # builds) both ways.
 #
 #   integration/llama.cpp/check_on_gpu.sh [--backend cuda|hip] [--target T] [--prefix DIR] [--rounds N]
-#                                         [--build-only | --skip-build | --dry-run] LLAMA_OR_GGML_DIR OUTDIR
+#                                         [--device NAME] [--build-only | --skip-build | --dry-run]
+#                                         LLAMA_OR_GGML_DIR OUTDIR
 # OUTDIR gets: lib.log build.log test.txt perf.txt (every run, each after a '### mode name: command' line) and
 # perf-compare.tsv (--rounds N: the perf runs N times over, alternating their order each round, each case's
 # median over the rounds: test-backend-ops' decode cases move by 20 % between processes; --dry-run: the
 # arguments checked and the commands printed, nothing built or run)
 # (--build-only: stop after the build; --skip-build: only the runs, on a build that is already there -- so other
 # GPU work can share the build's time but not the timed runs). The CUDA build turns ggml's FlashAttention
-# kernels and NCCL off to cut the compile time; neither touches GATED_DELTA_NET.
+# kernels and NCCL off to cut the compile time; neither touches GATED_DELTA_NET. --device: the ggml backend device
+# every run takes (default CUDA0 or ROCm0; on several cards run it once per card: --skip-build --device ROCm1 ...).
 # Exit status: 0 both test runs and both fusion checks passed, 1 a step failed (its log says which), 2 bad usage.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-backend=cuda target="" prefix=/tmp/kdn-prefix skip_build=0 build_only=0 rounds=1 dry_run=0
+backend=cuda target="" prefix=/tmp/kdn-prefix skip_build=0 build_only=0 rounds=1 dry_run=0 device=
 while [ $# -gt 0 ]; do
     case "$1" in
         --backend)    backend=${2:?}; shift 2 ;;
@@ -29,6 +31,7 @@ while [ $# -gt 0 ]; do
         --skip-build) skip_build=1; shift ;;
         --build-only) build_only=1; shift ;;
         --rounds)     rounds=${2:?}; shift 2 ;;
+        --device)     device=${2:?}; shift 2 ;;
         --dry-run)    dry_run=1; shift ;;
         -*)           echo "check_on_gpu.sh: unknown option $1" >&2; exit 2 ;;
         *)            break ;;
@@ -40,9 +43,9 @@ src=$1 out=$2
 mkdir -p "$out" || exit 2
 build="$src/build-kdn-$backend"
 case "$backend" in
-    cuda) device=CUDA0; target=${target:-90}; make_target=${target/#/sm_}
+    cuda) device=${device:-CUDA0}; target=${target:-90}; make_target=${target/#/sm_}
           speed_flags=(-DGGML_CUDA_FA=OFF -DGGML_CUDA_NCCL=OFF) ;;
-    hip)  device=ROCm0; target=${target:-gfx906}; make_target=$target; speed_flags=(-DGGML_CUDA_FA=OFF) ;;
+    hip)  device=${device:-ROCm0}; target=${target:-gfx906}; make_target=$target; speed_flags=(-DGGML_CUDA_FA=OFF) ;;
     *)    echo "check_on_gpu.sh: --backend must be cuda or hip" >&2; exit 2 ;;
 esac
 step() { echo "check_on_gpu.sh: $*"; }
