@@ -156,6 +156,10 @@ bool test_selected(const Options *o, const Test *t);
 /* The row with the --set overrides applied (Delta-Net rows only: those with
  * a chunk size). 0, or 2 with a message when the shape is impossible. */
 int apply_set(const Options *o, const Test *t, Test *out, char *err, size_t err_size);
+/* The largest D_k --set and --load take: the widest layer kernel's (kdn.h's
+ * KdnLimits); a row whose kernels take less skips the shape, saying so
+ * (phases/layer_variants.c). */
+int widest_D_k(void);
 
 /* ---- registry (registry.c) ---------------------------------------------- */
 /* The tables the program runs (main passes the phases' tables; the list

@@ -57,9 +57,7 @@ static int *shape_field(Shape *s, int key) { return (int *)((char *)s + set_keys
 
 static bool is_key(int key, size_t offset) { return set_keys[key].offset == offset; }
 
-/* The largest D_k a layer kernel takes: a row whose kernels take less
- * refuses the shape itself, saying so (phases/layer_variants.c). */
-static int widest_D_k(void) {
+int widest_D_k(void) {
     int r = kdn_recurrent_limits.max_D_k, c = kdn_two_launch_limits.max_D_k;
     return r > c ? r : c;
 }

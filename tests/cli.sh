@@ -44,6 +44,7 @@ expect 2 "unexpected argument" stray
 
 # help and list
 expect 0 "usage: test_deltanet" --help
+expect 0 "D_k (<= 256), D_v, chunk (32 or 64)" --help
 expect 0 "solve_tri_parallel" --list
 for p in 1 2 3 4 5 6 7 8; do
     grep -q "^$p " "$tmp/out" || fail "--list shows no test of phase $p"
