@@ -126,8 +126,9 @@ static int read_descr(Dict *d, NpyHeader *h) {
     if (read_string(d, descr, sizeof descr) != 0) return -1;
     h->word = strcmp(descr, "<f4") == 0 ? 4 : strcmp(descr, "<f8") == 0 ? 8 : 0;
     if (!h->word)
-        return tensor_error(d->err, d->size, "%s: element type %.*s is not little-endian float32 or float64 ('<f4', '<f8')",
-                    d->path, (int)(d->p - at), at);
+        return tensor_error(d->err, d->size,
+                            "%s: element type %.*s is not little-endian float32 or float64 ('<f4', '<f8')", d->path,
+                            (int)(d->p - at), at);
     return 0;
 }
 
@@ -176,8 +177,9 @@ static int parse_dict(const char *path, const char *dict, NpyHeader *h, char *er
         int k = 0;
         while (k < 3 && strcmp(key, keys[k]) != 0) k++;
         if (k == 3 || seen[k])
-            return tensor_error(err, size, "%s: malformed .npy header: %s key '%s' (only descr, fortran_order, shape, once each)",
-                        path, k == 3 ? "an extra" : "a repeated", key);
+            return tensor_error(err, size,
+                                "%s: malformed .npy header: %s key '%s' (only descr, fortran_order, shape, once each)",
+                                path, k == 3 ? "an extra" : "a repeated", key);
         seen[k] = true;
         skip_blanks(&d);
         if (*d.p != ':') return malformed(&d, "expected ':'");
@@ -246,7 +248,7 @@ int npy_read_header(const char *path, NpyHeader *h, char *err, size_t size) {
     long have = ftell(f) - h->data_offset;
     if (have < 0 || (size_t)have != n * (size_t)h->word) {
         tensor_error(err, size, "%s: %ld bytes of data, its shape needs %zu (truncated or padded file)", path, have,
-             n * (size_t)h->word);
+                     n * (size_t)h->word);
         goto out;
     }
     rc = 0;
