@@ -61,6 +61,14 @@ const LayerVariant layer_variants[LAYER_VARIANT_COUNT] = {
                     auto_refuses},
 };
 
+bool layer_variant_refuses(Ctx *c, const LayerVariant *v, const Shape *sh) {
+    DnData d;
+    dn_count(sh, &d);
+    const char *why = v->refuses ? v->refuses(&d.ks) : NULL;
+    if (why) test_skip(c, "%s refuses: %s", v->name, why);
+    return why != NULL;
+}
+
 const LayerVariant *layer_variant(const char *name) {
     for (int i = 0; i < LAYER_VARIANT_COUNT; i++)
         if (strcmp(layer_variants[i].name, name) == 0) return &layer_variants[i];

@@ -46,5 +46,9 @@ const LayerVariant *layer_variant(const char *name);
  * "refused", naming the kernel) and write no element of o (all NaN still).
  * Fails the test otherwise, saying which. d, dd: the case's inputs. */
 void expect_refused(Ctx *c, const LayerVariant *v, const KdnShape *s, const DnDevice *dd, size_t n_o, Tol tol);
+/* A --set shape v does not take: the test is skipped, saying so, and true
+ * returned. Run, kdn_layer_run would hand it to the recurrent kernel, and a
+ * two_launch row would pass having checked another kernel. */
+bool layer_variant_refuses(Ctx *c, const LayerVariant *v, const Shape *sh);
 
 #endif

@@ -10,6 +10,7 @@
 #include "deltanet_data.h"
 #include "deltanet_files.h"
 #include "kernels/ladder.h"
+#include "layer_variants.h"
 #include "library_paths.h"
 
 #include <stddef.h>
@@ -17,11 +18,15 @@
 #include <string.h>
 
 /* ---- layers against the reference -------------------------------------------- */
-typedef enum { LAYER_RECURRENT, LAYER_TWO_LAUNCH, N_LAYERS } Layer;
-static const char *const layer_names[N_LAYERS] = {"recurrent", "two-launch"};
+/* The two kernels' paths (layer variant ids, layer_variants.h), named as the lines say them. */
+static const struct {
+    int variant;
+    const char *name;
+} paths[] = {{LAYER_RECURRENT, "recurrent"}, {LAYER_TWO_LAUNCH, "two-launch"}};
+enum { N_PATHS = sizeof paths / sizeof paths[0] };
 
-static void run_layer(Ctx *c, Layer l, const KdnShape *s, const DnDevice *dd, float *o, float *state_out) {
-    if (l == LAYER_RECURRENT)
+static void run_layer(Ctx *c, int variant, const KdnShape *s, const DnDevice *dd, float *o, float *state_out) {
+    if (variant == LAYER_RECURRENT)
         kdn_deltanet_recurrent(s, dd->q, dd->k, dd->v, dd->g, dd->beta, dd->state, o, state_out);
     else
         deltanet_two_launch(two_launch_prepare(c, s), s, dd->q, dd->k, dd->v, dd->g, dd->beta, dd->state, o,
@@ -41,8 +46,9 @@ static float *dev_in_unaligned(Ctx *c, const char *name, const float *x, size_t 
  * q moved off its 16-byte alignment (the two-launch kernels then load
  * scalars though D_k and D_v are multiples of 4, the recurrent kernel single
  * rows). */
-static void check_layer(const Test *t, Ctx *c, Layer l, int unaligned) {
+static void check_layer(const Test *t, Ctx *c, int variant, int unaligned) {
     Shape row = t->shape, sh = row;
+    if (layer_variant_refuses(c, &layer_variants[variant], &row)) return;
     for (int map = HEAD_MAP_TILED; map <= HEAD_MAP_BLOCK && !test_failed(c); map++) {
         row.head_map = map;
         DnData d;
@@ -53,7 +59,7 @@ static void check_layer(const Test *t, Ctx *c, Layer l, int unaligned) {
         RefInputs in = dn_ref_inputs(&d);
         ref_deltanet_recurrent(&d.rs, &in, o_ref, s_ref);
         float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
-        run_layer(c, l, &d.ks, &dd, o, s_out);
+        run_layer(c, variant, &d.ks, &dd, o, s_out);
         if (dev_sync(c) != 0) return;
         dn_expect_layer(c, &sh, o, o_ref, s_out, s_ref, t->tol);
     }
@@ -79,19 +85,19 @@ static void t_no_tokens(const Test *t, Ctx *c) {
     DnDevice dd = {dev_in(c, "q", one, 1), dev_in(c, "k", one, 1), dev_in(c, "v", one, 1),
                    dev_in(c, "g", one, 1), dev_in(c, "beta", one, 1), dev_in(c, "state", state, n_state)};
     double *want = dn_widen(c, state, n_state);
-    for (int l = 0; l < N_LAYERS && !test_failed(c); l++) {
+    for (int l = 0; l < N_PATHS && !test_failed(c); l++) {
         float *o = dev_out(c, "o (no element)", 1), *s_out = dev_out(c, "state_out", n_state);
-        run_layer(c, (Layer)l, &s, &dd, o, s_out);
+        run_layer(c, paths[l].variant, &s, &dd, o, s_out);
         if (dev_sync(c) != 0) return;
         char what[64];
-        snprintf(what, sizeof what, "%s: state_out", layer_names[l]);
+        snprintf(what, sizeof what, "%s: state_out", paths[l].name);
         expect_close(c, what, s_out, want, s.n_seqs * s.H_v * s.D_v, s.D_k, t->tol);
         float o0;
         download(c, &o0, o, 1);
-        if (o0 == o0) test_fail(c, "%s: T = 0 wrote o[0] = %g", layer_names[l], o0);
+        if (o0 == o0) test_fail(c, "%s: T = 0 wrote o[0] = %g", paths[l].name, o0);
     }
     set_shape_desc(c, "T=0 B=%d Hk=%d Hv=%d Dk=%d Dv=%d C=%d: state copied by %s, %s", s.n_seqs, s.H_k, s.H_v,
-                   s.D_k, s.D_v, s.chunk, layer_names[0], layer_names[1]);
+                   s.D_k, s.D_v, s.chunk, paths[0].name, paths[1].name);
 }
 
 /* ---- refusals ----------------------------------------------------------------

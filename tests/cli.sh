@@ -73,6 +73,7 @@ expect 2 "D_k out of range: D_k is 1 to 256" --set D_k=257
 DK200="--set D_k=200 --set T=8 --set H_k=1 --set H_v=1 --set n_seqs=1"
 expect 0 "1 passed, 0 failed" $DK200 --test recurrent_prompt
 expect 0 "^\[SKIP\] phase 8  two_launch_T64 .*two_launch refuses: D_k past" $DK200 --test two_launch_T64
+expect 0 "^\[SKIP\] phase 8  two_launch_unaligned_q .*two_launch refuses: D_k past" $DK200 --test two_launch_unaligned_q
 expect 0 "^\[PASS\] phase 8  auto_long_B1 .*Dk=200" $DK200 --test auto_long_B1
 # the tables of fixed shapes keep theirs (--set T=8 made native_context_T262144 fail: "AUTO does not take the chunked path")
 expect 0 "native_context_T262144 .*(--set does not apply)" --set T=8 --test native_context_T262144 --test two_launch_T1
