@@ -3,15 +3,28 @@
   - every markdown link of README.md, docs/ and integration/ to a file of the
     tree names a file that exists and, with #anchor, a heading of that file
     (the anchor GitHub makes of it);
+  - every repository path those files name in backticks (a word whose first
+    part is a top-level entry of the tree: `kernels/x.c`, `docs/`, braces and
+    globs expanded) is a tracked file or directory;
+    (NOT_IN_TREE: the files a run writes that docs name before any exists; an
+    entry no doc names, or one the tree holds, fails);
+  - README.md links every docs/*.md, and names none outside a link;
   - every test `test_deltanet --list` lists is named in README.md's ladder
     table, in its phase's row (its name or a glob there).
   tests/docs_check.py BINARY    (--self-test: both checks on made-up text)"""
 import fnmatch
+import itertools
 import os
 import re
 import subprocess
 import sys
 
+# Repository paths the docs name that the tree does not hold, and why.
+NOT_IN_TREE = {
+    "results/20261123T013259.123456Z-4711-cpu-cpu-simt-executor.tsv": "docs/ci.md: an example of the name --log DIR gives",
+    "results/baseline-mi50.tsv": "docs/ci.md: the MI50 baseline, committed by the first MI50 run",
+    "results/bench-baseline-mi50.tsv": "docs/ci.md: the MI50 bench baseline, committed once one is taken",
+}
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
@@ -54,6 +67,66 @@ def dead_links(path, text, read):
     return bad
 
 
+def prose(text):
+    """text without its fenced and indented code blocks (no link can live there)."""
+    text = re.sub(r"^```.*?^```[^\n]*$", "", text, flags=re.S | re.M)
+    return "\n".join(line for line in text.split("\n") if not line.startswith(("    ", "\t")))
+
+
+def expand_braces(word):
+    """`a/{b,c}.h` -> ['a/b.h', 'a/c.h'] (every brace group of a word)."""
+    parts = re.split(r"\{([^{}]*)\}", word)
+    options = [[p] if i % 2 == 0 else p.split(",") for i, p in enumerate(parts)]
+    return ["".join(c) for c in itertools.product(*options)]
+
+
+def named_paths(text, tops):
+    """Repository paths a markdown text names in backticks: each word of a code
+    span whose first part, before a '/', is in tops; a trailing ':LINE' dropped,
+    words with a placeholder (<x>, $X, %) skipped."""
+    names = []
+    for span in re.findall(r"`([^`\n]+)`", re.sub(r"^```.*?^```[^\n]*$", "", text, flags=re.S | re.M)):
+        for word in span.split():
+            word = re.sub(r"(:\d.*|[,;.)]+)$", "", word.strip("('\""))
+            if "/" in word and word.split("/")[0] in tops and not re.search(r"[<>$%]", word):
+                names += expand_braces(word)
+    return names
+
+
+def missing_paths(path, text, tracked, not_in_tree=()):
+    """'path: name: why' for each repository path text names that the tracked files do not hold
+    (outside not_in_tree)."""
+    tops = {f.split("/")[0] for f in tracked}
+    dirs = {os.path.dirname(f) for f in tracked}
+    dirs |= {"/".join(d.split("/")[:i]) for d in dirs for i in range(1, d.count("/") + 1)}
+    bad = []
+    for name in named_paths(text, tops):
+        bare = name.rstrip("/")
+        if bare in not_in_tree or bare in tracked or bare in dirs or (re.search(r"[*?\[]", bare) and fnmatch.filter(tracked, bare)):
+            continue
+        bad.append(f"{path}: `{name}`: no such file or directory in the tree")
+    return bad
+
+
+def stale_not_in_tree(texts, tracked, not_in_tree):
+    """'NOT_IN_TREE: name: why' for each entry the tree holds or no text names."""
+    tops = {f.split("/")[0] for f in tracked} | {n.split("/")[0] for n in not_in_tree}
+    named = {n for t in texts for n in named_paths(t, tops)}
+    return [f"NOT_IN_TREE: {n}: " + ("the tree holds it: take it off the list" if n in tracked
+                                     else "no doc names it: take it off the list")
+            for n in sorted(not_in_tree) if n in tracked or n not in named]
+
+
+def unlinked_docs(readme, docs):
+    """'README.md: ...' for each of docs (docs/NAME.md) README.md names outside a link, or does not link."""
+    text = prose(readme)
+    linked = {os.path.normpath(t.partition("#")[0]) for t in LINK.findall(text)}
+    outside = set(re.findall(r"docs/[\w.-]+\.md", re.sub(r"\[[^\]]*\]\([^)\s]*\)", "", text)))
+    bad = [f"README.md: {d}: named outside a link" for d in sorted(outside)]
+    bad += [f"README.md: {d}: not linked" for d in sorted(docs) if d not in linked]
+    return bad
+
+
 def ladder_rows(readme):
     """{phase: [names and globs]} from README.md's ladder table (the section '## The ladder')."""
     section = readme.split("\n## The ladder\n", 1)[1].split("\n## ", 1)[0]
@@ -85,6 +158,11 @@ def read_file(path):
         return "" if os.path.isdir(path) else None
 
 
+def tracked_files():
+    out = subprocess.run(["git", "ls-files"], check=True, capture_output=True, text=True).stdout
+    return [f for f in out.split("\n") if f and os.path.exists(f)]
+
+
 def doc_files():
     files = ["README.md"]
     for top in ("docs", "integration"):
@@ -106,6 +184,25 @@ def self_test():
         (missing_tests([(1, "sig"), (8, "grid_x"), (8, "new_one")],
                        ladder_rows("x\n## The ladder\n\n| phase | tests |\n|---|---|\n| 1 e | `sig` |\n| 8 d | `grid_*` |\n")),
          ["phase 8: new_one"]),
+        (missing_paths("d.md", "`kernels/a.{h,c}` `kernels/` `make x` `build/cpu/y` `DIR/<t>.npy` "
+                       "`kernels/*.cpp` (`kernels/a.h:12`)\n```\n`kernels/in_fence.c`\n```\n",
+                       ["kernels/a.h", "kernels/a.c", "kernels/b.cpp"]), []),
+        (missing_paths("d.md", "`kernels/gone.c` `sh tools/x.sh --f` `kernels/a.{h,x}` `kernels/*.cu`",
+                       ["kernels/a.h", "tools/y.sh"]),
+         ["d.md: `kernels/gone.c`: no such file or directory in the tree",
+          "d.md: `tools/x.sh`: no such file or directory in the tree",
+          "d.md: `kernels/a.x`: no such file or directory in the tree",
+          "d.md: `kernels/*.cu`: no such file or directory in the tree"]),
+        (missing_paths("d.md", "`results/new.tsv`", ["results/a.tsv"], {"results/new.tsv"}), []),
+        (stale_not_in_tree(["`results/new.tsv`"], ["results/a.tsv", "results/old.tsv"],
+                           {"results/new.tsv": "", "results/old.tsv": "", "results/unnamed.tsv": ""}),
+         ["NOT_IN_TREE: results/old.tsv: the tree holds it: take it off the list",
+          "NOT_IN_TREE: results/unnamed.tsv: no doc names it: take it off the list"]),
+        (unlinked_docs("[api](docs/api.md#calls) [b](docs/b.md)\n    docs/c.md in a code block\n",
+                       ["docs/api.md", "docs/b.md"]), []),
+        (unlinked_docs("`docs/api.md` and [b](docs/b.md)\n", ["docs/api.md", "docs/b.md", "docs/c.md"]),
+         ["README.md: docs/api.md: named outside a link", "README.md: docs/api.md: not linked",
+          "README.md: docs/c.md: not linked"]),
     ]
     wrong = [i for i, (got, want) in enumerate(cases) if got != want]
     for i in wrong:
@@ -122,14 +219,19 @@ def main(argv):
         return 2
     files = doc_files()
     bad = [b for f in files for b in dead_links(f, read_file(f), read_file)]
+    tracked = tracked_files()
+    bad += [b for f in files for b in missing_paths(f, read_file(f), tracked, NOT_IN_TREE)]
+    bad += stale_not_in_tree([read_file(f) for f in files], tracked, NOT_IN_TREE)
+    bad += unlinked_docs(read_file("README.md"), [f for f in tracked if re.fullmatch(r"docs/[^/]+\.md", f)])
     listed = listed_tests(argv[1])
     bad += [f"README.md's ladder table: no {m}" for m in missing_tests(listed, ladder_rows(read_file("README.md")))]
     for b in bad:
         print(f"docs: {b}")
     if bad:
-        print(f"docs: {len(bad)} dead links or tests missing from README.md's ladder table")
+        print(f"docs: {len(bad)} dead links, missing paths, unlinked docs or tests missing from README.md's ladder table")
         return 1
-    print(f"docs: the links of {len(files)} files lead somewhere; README.md's ladder table names all {len(listed)} tests")
+    print(f"docs: the links and named paths of {len(files)} files lead somewhere, README.md links every docs/*.md; "
+          f"README.md's ladder table names all {len(listed)} tests")
     return 0
 
 
