@@ -53,7 +53,7 @@ def build(src, outdir):
     the Makefile's HIP build)."""
     hipcc = tool("HIPCC", "hipcc")
     co = os.path.join(outdir, os.path.basename(src).replace(".cpp", ".co"))
-    if subprocess.run([hipcc, "-x", "hip", "--offload-arch=" + TARGET, "-O3", "-DKDN_BACKEND_HIP",
+    if subprocess.run([hipcc, "-x", "hip", "-std=c++17", "--offload-arch=" + TARGET, "-O3", "-DKDN_BACKEND_HIP",
                        "--cuda-device-only", "--no-gpu-bundle-output", "-c", src, "-o", co]).returncode:
         sys.exit("lens: %s does not build for %s" % (os.path.relpath(src, ROOT), TARGET))
     return co

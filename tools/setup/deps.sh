@@ -4,8 +4,8 @@
 # from another source stays, where Debian's nodejs would conflict with it):
 # GNU Make and a C/C++ compiler, ROCm's HIP compiler and runtime (the gfx906
 # build), LLVM 15's disassembler (the ISA gates), binutils' c++filt, python3
-# with numpy (the --dump checks), xmllint (the JUnit report) and npm (the
-# workflow validator). Uses sudo when not root. .ci/run and `make deps` run it.
+# with numpy (the --dump checks), xmllint (the JUnit report), pkg-config (an
+# installed libkdn's callers) and npm (the workflow validator). Uses sudo when not root. .ci/run and `make deps` run it.
 #   tools/setup/deps.sh          install what is missing
 #   tools/setup/deps.sh --list   print the Debian packages it would install, install nothing
 set -euo pipefail
@@ -22,6 +22,8 @@ command -v llvm-objdump-15 >/dev/null 2>&1 || command -v llvm-objdump >/dev/null
 command -v c++filt >/dev/null 2>&1 || need="$need binutils"
 command -v python3 >/dev/null 2>&1 || need="$need python3"
 command -v xmllint >/dev/null 2>&1 || need="$need libxml2-utils"   # validates the JUnit report
+# an installed libkdn's callers build with pkg-config (README's example, tests/test_install.sh)
+command -v pkg-config >/dev/null 2>&1 || need="$need pkg-config"
 # the --dump checks read the .npy files back with numpy (tests/test_tensors.sh)
 /usr/bin/python3 -c 'import numpy' >/dev/null 2>&1 || need="$need python3-numpy"
 # tests/test_workflows.sh installs action-validator (npm) under build/tools
