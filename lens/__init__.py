@@ -41,6 +41,7 @@ Stages, one module each, each importing only the ones above it:
   semantics    a wave's registers and what each instruction does to them
   program      a kernel: instructions with their semantics, loops, descriptor
   launch       a launch's argument segment and dispatch packet; occupancy
+  ggml         ggml's HIP kernels launched as its launchers launch them
   fastforward  the long-loop shortcut (steady iterations skipped, control slice replayed)
   cu           one compute unit's timing, clock by clock
   device       rounds of workgroups over the 60 CUs

@@ -16,10 +16,16 @@ down (docs/architecture.md draws them):
   library    kernels/          reference  reference/        (the product; the fp64 truth)
   backend    kernels/backend/                               (builds, runtime, executor)
 
+The lens (lens/, Python) is layered by its stages: lens/__init__.py lists
+them top down, each module importing only the stages above it; a module of
+lens/ that is no stage (bar __init__ and __main__, the entry point), or an
+import of a stage listed below or of the module itself, fails too.
+
 An include inside one layer is fine as long as it makes no loop. ALLOWED
 lists the arrows that break the rule today, each with why; an entry the tree
 no longer has fails too, so the list can only shrink.
 """
+import ast
 import os
 import re
 import subprocess
@@ -128,6 +134,51 @@ def loops(edges):
     return found
 
 
+def lens_stages(init_doc):
+    """The stage names of lens/__init__.py's docstring, top down (the indented
+    list after the line that starts 'Stages')."""
+    block = init_doc.split("\nStages", 1)[1].split("\n\n", 2)[1]
+    return [m.group(1) for m in re.finditer(r"^  (\w+)\s", block, re.M)]
+
+
+def lens_imports(text):
+    """The lens modules a Python text imports (from lens.x import ..., from lens import x, import lens.x)."""
+    names = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and node.module == "lens":
+            names += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("lens."):
+            names.append(node.module.split(".")[1])
+        elif isinstance(node, ast.Import):
+            names += [a.name.split(".")[1] for a in node.names if a.name.startswith("lens.")]
+    return names
+
+
+def lens_problems(modules, stages):
+    """'layers: ...' for each lens module that is no stage and each import of a stage not above the importer;
+    modules: {name: text}."""
+    rank = {s: i for i, s in enumerate(stages)}
+    bad = ["layers: lens/%s.py is no stage of lens/__init__.py's list" % m
+           for m in sorted(modules) if m not in rank and m not in ("__init__", "__main__")]
+    for m, text in sorted(modules.items()):
+        for imp in lens_imports(text):
+            if m in rank and imp in rank and rank[imp] >= rank[m]:
+                bad.append("layers: lens/%s.py imports lens.%s, a stage %s it" %
+                           (m, imp, "below" if rank[imp] > rank[m] else "that is"))
+    return bad
+
+
+def lens_check(root):
+    out = subprocess.run(["git", "-C", root, "ls-files", "lens/*.py"], check=True, capture_output=True,
+                         text=True).stdout.split()
+    modules = {}
+    for f in out:
+        with open(os.path.join(root, f)) as fh:
+            modules[os.path.basename(f)[:-3]] = fh.read()
+    problems = lens_problems(modules, lens_stages(ast.get_docstring(ast.parse(modules["__init__"]))))
+    return problems, sum(len(lens_imports(t)) for t in modules.values())
+
+
 def check(root, files, allowed):
     edges = graph(root, files)
     problems = ["layers: " + why for _, _, why in upward(edges, allowed)]
@@ -160,6 +211,21 @@ def self_test():
             if (len(problems) > 0) != (want > 0):
                 print("layers self-test: %s: expected %s, got %s" % (name, "failure" if want else "pass", problems))
                 failures += 1
+    stages = lens_stages("x\n\nStages, top down:\n\n  machine  a\n  decode   b\n  cu       c\n\nmore\n")
+    lens_cases = [
+        ("lens stages read", stages, ["machine", "decode", "cu"]),
+        ("lens clean", lens_problems({"decode": "from lens.machine import X", "cu": "from lens import decode, machine",
+                                      "__main__": "from lens.cu import main"}, stages), []),
+        ("lens upward", lens_problems({"decode": "from lens.cu import Y", "cu": ""}, stages),
+         ["layers: lens/decode.py imports lens.cu, a stage below it"]),
+        ("lens not a stage", lens_problems({"extra": "import lens.machine", "machine": ""}, stages),
+         ["layers: lens/extra.py is no stage of lens/__init__.py's list"]),
+    ]
+    for name, got, want in lens_cases:
+        if got != want:
+            print("layers self-test: %s: expected %s, got %s" % (name, want, got))
+            failures += 1
+    cases += lens_cases
     print("layers self-test: %d of %d cases right" % (len(cases) - failures, len(cases)))
     return failures == 0
 
@@ -169,12 +235,15 @@ def main():
         return 0 if self_test() else 1
     files = tracked_sources(ROOT)
     problems, n = check(ROOT, files, ALLOWED)
+    lens, n_lens = lens_check(ROOT)
+    problems += lens
     for p in problems:
         print(p)
     if problems:
         return 1
-    print("layers: %d includes of %d files point down, no loop (%d allowed exception%s)" %
-          (n, len(files), len(ALLOWED), "" if len(ALLOWED) == 1 else "s"))
+    print("layers: %d includes of %d files point down, no loop (%d allowed exception%s); "
+          "the lens's %d imports each of a stage above" %
+          (n, len(files), len(ALLOWED), "" if len(ALLOWED) == 1 else "s", n_lens))
     return 0
 
 
