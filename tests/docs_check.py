@@ -9,6 +9,8 @@
     (NOT_IN_TREE: the files a run writes that docs name before any exists; an
     entry no doc names, or one the tree holds, fails);
   - README.md links every docs/*.md, and names none outside a link;
+  - a page of MAX_LINES is within its bound (docs/performance.md keeps what
+    runs now; tables of the past go to results/);
   - every test `test_deltanet --list` lists is named in README.md's ladder
     table, in its phase's row (its name or a glob there).
   tests/docs_check.py BINARY    (--self-test: both checks on made-up text)"""
@@ -25,6 +27,8 @@ NOT_IN_TREE = {
     "results/baseline-mi50.tsv": "docs/ci.md: the MI50 baseline, committed by the first MI50 run",
     "results/bench-baseline-mi50.tsv": "docs/ci.md: the MI50 bench baseline, committed once one is taken",
 }
+# Pages with a length bound (lines): what the page is for fits in them.
+MAX_LINES = {"docs/performance.md": 300}
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 
@@ -127,6 +131,12 @@ def unlinked_docs(readme, docs):
     return bad
 
 
+def too_long(texts, bounds):
+    """'path: N lines (at most M)' for each of texts ({path: text}) past its bound."""
+    return [f"{p}: {len(texts[p].splitlines())} lines (at most {m})" for p, m in sorted(bounds.items())
+            if len(texts[p].splitlines()) > m]
+
+
 def ladder_rows(readme):
     """{phase: [names and globs]} from README.md's ladder table (the section '## The ladder')."""
     section = readme.split("\n## The ladder\n", 1)[1].split("\n## ", 1)[0]
@@ -198,6 +208,7 @@ def self_test():
                            {"results/new.tsv": "", "results/old.tsv": "", "results/unnamed.tsv": ""}),
          ["NOT_IN_TREE: results/old.tsv: the tree holds it: take it off the list",
           "NOT_IN_TREE: results/unnamed.tsv: no doc names it: take it off the list"]),
+        (too_long({"p.md": "x\n" * 3, "q.md": "x\n" * 2}, {"p.md": 2, "q.md": 2}), ["p.md: 3 lines (at most 2)"]),
         (unlinked_docs("[api](docs/api.md#calls) [b](docs/b.md)\n    docs/c.md in a code block\n",
                        ["docs/api.md", "docs/b.md"]), []),
         (unlinked_docs("`docs/api.md` and [b](docs/b.md)\n", ["docs/api.md", "docs/b.md", "docs/c.md"]),
@@ -221,6 +232,7 @@ def main(argv):
     bad = [b for f in files for b in dead_links(f, read_file(f), read_file)]
     tracked = tracked_files()
     bad += [b for f in files for b in missing_paths(f, read_file(f), tracked, NOT_IN_TREE)]
+    bad += too_long({p: read_file(p) for p in MAX_LINES}, MAX_LINES)
     bad += stale_not_in_tree([read_file(f) for f in files], tracked, NOT_IN_TREE)
     bad += unlinked_docs(read_file("README.md"), [f for f in tracked if re.fullmatch(r"docs/[^/]+\.md", f)])
     listed = listed_tests(argv[1])
@@ -228,10 +240,11 @@ def main(argv):
     for b in bad:
         print(f"docs: {b}")
     if bad:
-        print(f"docs: {len(bad)} dead links, missing paths, unlinked docs or tests missing from README.md's ladder table")
+        print(f"docs: {len(bad)} dead links, missing paths, unlinked docs, pages too long or tests missing from "
+              "README.md's ladder table")
         return 1
-    print(f"docs: the links and named paths of {len(files)} files lead somewhere, README.md links every docs/*.md; "
-          f"README.md's ladder table names all {len(listed)} tests")
+    print(f"docs: the links and named paths of {len(files)} files lead somewhere, README.md links every docs/*.md, "
+          f"{', '.join(MAX_LINES)} within {', '.join(map(str, MAX_LINES.values()))} lines; README.md's ladder table names all {len(listed)} tests")
     return 0
 
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """flash-linear-attention's chunked Gated Delta-Net timed on the device
-(docs/performance.md's comparison columns), on the Qwen3-Next shape: H = 32 heads for
+(results/h100-past-tables.md's comparison columns), on the Qwen3-Next shape: H = 32 heads for
 q, k and v (the key heads repeated, as llama.cpp's graph does), D = 128,
 L2-normalised fp32 q and k, log-decays g < 0, beta in (0, 1), a random
 initial state; `chunk_gated_delta_rule(q, k, v, g, beta, scale=1,

@@ -4,7 +4,7 @@
 # fla-org/flash-linear-attention (run from there, never kept here); EINOPS a
 # folder holding the einops package where the device's Python lacks it
 # (Debian's python3-einops unpacked will do) or empty. Shapes as T:B
-# (default: the prefill rows of docs/performance.md 4096:1 4096:4 16384:1). Prints TSV.
+# (default: the prefill rows of results/h100-past-tables.md 4096:1 4096:4 16384:1). Prints TSV.
 # usage: tools/gpu/fla_ref.sh FLA EINOPS [T:B ...]   (CUDA machine with PyTorch and Triton)
 set -euo pipefail
 [ $# -ge 2 ] || { sed -n '8p' "$0" | sed 's/^# //'; exit 2; }

@@ -10,7 +10,7 @@ method, median_us, ...; calls copy, ggml, kdn = recurrent, two_launch, auto;
 methods sync and queued; each binary run twice). Per (build, T, B, method) the
 median over the runs of each call's median_us; ggml_over_auto = llama.cpp's
 time / the automatic choice's (> 1: the library is faster), met = whether it
-is 1.25x ahead (docs/performance.md's goal). --ab: tools/gpu/ab.sh's ab.tsv of the same device call
+is 1.25x ahead (results/h100-past-tables.md's goal). --ab: tools/gpu/ab.sh's ab.tsv of the same device call
 (test_deltanet --bench rows of compare_T64_B1 under --set "T=.. n_seqs=..");
 its tree build's bench:auto / recurrent / two_launch medians join as harness_*
 columns (the harness's sync method), with ggml's sync time over harness_auto.
