@@ -1,4 +1,5 @@
-// Phase 8a: the token-recurrent gated Delta-Net (decode and short prompts).
+// The token-recurrent gated Delta-Net kernel (decode and short prompts; the
+// ladder checks it in phase 8).
 //
 // Per (sequence, value head h) with state S (D_k x D_v), for t = 0..T-1:
 //   S <- exp(g_t) S;   d = beta_t (v_t - S^T k_t);   S <- S + k_t d^T;   o_t = S^T q_t
@@ -63,6 +64,7 @@
 #include "decay.h"
 #include "heads.h"
 #include "kdn.h"
+#include "kernel_args.h"
 
 #include <stdint.h>
 
@@ -188,12 +190,12 @@ __device__ __forceinline__ void kda_factors(const KdaDecays<kKda> &L, int buf, i
 // snapshot slot `slot`; s_off is the first column's offset, dv[i] column i's
 // distance from it.
 template <int R, bool kFull, bool kVec, int kCols>
-__device__ __forceinline__ void store_states(const KdnLayerCall &c, const float S[kCols][R], int slot,
+__device__ __forceinline__ void store_states(const RecurrentArgs &args, const float S[kCols][R], int slot,
                                              size_t s_off, int n_rows, const bool col_ok[kCols],
                                              const int dv[kCols]) {
     for (int i = 0; i < kCols; i++)
         if (col_ok[i])
-            store_rows<R, kFull, kVec>(c.snapshots + (size_t)slot * c.snap_stride + s_off + (size_t)dv[i] * c.s.D_k,
+            store_rows<R, kFull, kVec>(args.snapshots + (size_t)slot * args.snap_stride + s_off + (size_t)dv[i] * args.D_k,
                                        n_rows, S[i]);
 }
 
@@ -209,14 +211,14 @@ __device__ __forceinline__ void store_states(const KdnLayerCall &c, const float 
 // needs 36 VGPRs on gfx906 (7 waves per SIMD; 50 with the loop, 4 waves:
 // the B = 1 grid then took two rounds of 240 slots).
 template <int R, bool kFull, bool kKda, bool kSnap, bool kVec, bool kAhead, int kCols>
-__global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnLayerCall c) {
-    const int T = c.s.T, H_k = c.s.H_k, H_v = c.s.H_v, D_k = c.s.D_k, D_v = c.s.D_v;
+__global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const RecurrentArgs args) {
+    const int T = args.T, H_k = args.H_k, H_v = args.H_v, D_k = args.D_k, D_v = args.D_v;
     const int tid = (int)threadIdx.x;
     // lane % kGroup (groups are aligned inside the wave) picks the lane's rows
     const int row0 = tid % kGroup * Rows<kVec>::kRun;
     const int h = (int)blockIdx.y;
     const int seq = (int)blockIdx.z;
-    const int hk = kdn_key_head(h, H_k, H_v, c.s.head_map);
+    const int hk = kdn_key_head(h, H_k, H_v, args.head_map);
     // The group's kCols columns lie kColsPerBlock apart, so that each of them
     // is contiguous across the workgroup's groups (coalesced v loads, o stores).
     // Columns past D_v (last workgroup only) still run, so that every lane
@@ -235,7 +237,7 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnLayerC
 
     // Not __restrict__: with it nvcc may read the state before
     // kdn_wait_prior_grid (a restrict const load is taken as invariant).
-    const float *state_in = c.state_in;
+    const float *state_in = args.state_in;
     const size_t s_off = ((size_t)(seq * H_v + h) * D_v + b[0]) * D_k + row0; // column i: + dv[i] * D_k
     float S[kCols][R];
     // Everything above is arithmetic on the call: on CUDA it overlaps the
@@ -246,14 +248,14 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnLayerC
     for (int i = 0; i < kCols; i++) load_rows<R, kFull, kVec>(state_in + s_off + (size_t)dv[i] * D_k, n_rows, S[i]);
 
     TokenPtrs p;
-    p.k = c.k + seq * c.k_st[2] + hk * c.k_st[0] + row0;
-    p.q = c.q + seq * c.q_st[2] + hk * c.q_st[0] + row0;
-    p.v = c.v + seq * c.v_st[2] + h * c.v_st[0] + b[0];
-    p.g = c.g + seq * c.g_st[2] + h * c.g_st[0] + (kKda ? tid : 0);
-    p.beta = c.beta + seq * c.beta_st[2] + h * c.beta_st[0];
-    p.st_k = c.k_st[1], p.st_q = c.q_st[1], p.st_v = c.v_st[1], p.st_g = c.g_st[1], p.st_beta = c.beta_st[1];
+    p.k = args.k + seq * args.k_st[2] + hk * args.k_st[0] + row0;
+    p.q = args.q + seq * args.q_st[2] + hk * args.q_st[0] + row0;
+    p.v = args.v + seq * args.v_st[2] + h * args.v_st[0] + b[0];
+    p.g = args.g + seq * args.g_st[2] + h * args.g_st[0] + (kKda ? tid : 0);
+    p.beta = args.beta + seq * args.beta_st[2] + h * args.beta_st[0];
+    p.st_k = args.k_st[1], p.st_q = args.q_st[1], p.st_v = args.v_st[1], p.st_g = args.g_st[1], p.st_beta = args.beta_st[1];
     const size_t st_o = (size_t)H_v * D_v;
-    float *ob = c.o + ((size_t)seq * T * H_v + h) * D_v + b[0]; // column i: ob[dv[i]]
+    float *ob = args.o + ((size_t)seq * T * H_v + h) * D_v + b[0]; // column i: ob[dv[i]]
 
     // p points at token min(t + 1, T - 1) during token t
     static_assert(!kKda || kAhead, "the KDA factors of token t + 1 are made during token t");
@@ -308,10 +310,10 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnLayerC
         group_sums<kCols + 1>(dots);
         // o is linear in q: ggml's 1/sqrt(S_v) on q is one multiply here.
         for (int i = 0; i < kCols; i++)
-            if (row0 == 0 && col_ok[i]) ob[dv[i]] = c.q_scale * fmaf(d[i], dots[kCols], a * dots[i]); // mutate: rec_out
+            if (row0 == 0 && col_ok[i]) ob[dv[i]] = args.q_scale * fmaf(d[i], dots[kCols], a * dots[i]); // mutate: rec_out
         ob += st_o;
         // Snapshot slot T-1-t holds the state after token t (slot 0: final).
-        if (kSnap && T - 1 - t < c.K) store_states<R, kFull, kVec, kCols>(c, S, T - 1 - t, s_off, n_rows, col_ok, dv); // mutate: rec_snapshot
+        if (kSnap && T - 1 - t < args.K) store_states<R, kFull, kVec, kCols>(args, S, T - 1 - t, s_off, n_rows, col_ok, dv); // mutate: rec_snapshot
         if (kKda) { // token t + 1's factors (the last token's reload of itself: unread)
             kda_put<kKda>(kda, (t + 1) & 1, nxt.g);
             __syncthreads();
@@ -321,7 +323,7 @@ __global__ __launch_bounds__(256) void kernel_deltanet_recurrent(const KdnLayerC
         if (t + 2 < T) p.next();
     }
     // Without kSnap, or with no token at all: slot 0 gets the state as it is now.
-    if (!kSnap || T == 0) store_states<R, kFull, kVec, kCols>(c, S, 0, s_off, n_rows, col_ok, dv);
+    if (!kSnap || T == 0) store_states<R, kFull, kVec, kCols>(args, S, 0, s_off, n_rows, col_ok, dv);
 }
 
 const KdnLimits kdn_recurrent_limits = {kMaxDk, {0, 0}};
@@ -366,18 +368,35 @@ static bool prompt_two_cols(const KdnLayerCall *c) {
 // two columns per group, above), scalar gate with snapshots, KDA gate (with or
 // without snapshots).
 template <int R, bool kFull, bool kVec>
-static void launch(const KdnLayerCall *c) {
+static void launch(const KdnLayerCall *c, const RecurrentArgs &a) {
     const dim3 block(kBlock);
     if (c->kda)
-        KDN_LAUNCH_PDL((kernel_deltanet_recurrent<R, kFull, true, true, kVec, true, 1>), grid_of(c, 1), block, 0, *c);
+        KDN_LAUNCH_PDL((kernel_deltanet_recurrent<R, kFull, true, true, kVec, true, 1>), grid_of(c, 1), block, 0, a);
     else if (c->K > 1)
-        KDN_LAUNCH_PDL((kernel_deltanet_recurrent<R, kFull, false, true, kVec, true, 1>), grid_of(c, 1), block, 0, *c);
+        KDN_LAUNCH_PDL((kernel_deltanet_recurrent<R, kFull, false, true, kVec, true, 1>), grid_of(c, 1), block, 0, a);
     else if (c->s.T > 1 && prompt_two_cols<R, kFull, kVec>(c))
-        KDN_LAUNCH_PDL((kernel_deltanet_recurrent<R, kFull, false, false, kVec, true, 2>), grid_of(c, 2), block, 0, *c);
+        KDN_LAUNCH_PDL((kernel_deltanet_recurrent<R, kFull, false, false, kVec, true, 2>), grid_of(c, 2), block, 0, a);
     else if (c->s.T > 1)
-        KDN_LAUNCH_PDL((kernel_deltanet_recurrent<R, kFull, false, false, kVec, true, 1>), grid_of(c, 1), block, 0, *c);
+        KDN_LAUNCH_PDL((kernel_deltanet_recurrent<R, kFull, false, false, kVec, true, 1>), grid_of(c, 1), block, 0, a);
     else
-        KDN_LAUNCH_PDL((kernel_deltanet_recurrent<R, kFull, false, false, kVec, false, 1>), grid_of(c, 1), block, 0, *c);
+        KDN_LAUNCH_PDL((kernel_deltanet_recurrent<R, kFull, false, false, kVec, false, 1>), grid_of(c, 1), block, 0, a);
+}
+
+// What the kernel reads of the call (kernel_args.h).
+static RecurrentArgs recurrent_args(const KdnLayerCall *c) {
+    RecurrentArgs a;
+    a.T = c->s.T, a.H_k = c->s.H_k, a.H_v = c->s.H_v, a.D_k = c->s.D_k, a.D_v = c->s.D_v;
+    a.head_map = c->s.head_map;
+    a.q = c->q, a.k = c->k, a.v = c->v, a.g = c->g, a.beta = c->beta, a.state_in = c->state_in;
+    for (int d = 0; d < 3; d++) {
+        a.q_st[d] = c->q_st[d], a.k_st[d] = c->k_st[d], a.v_st[d] = c->v_st[d];
+        a.g_st[d] = c->g_st[d], a.beta_st[d] = c->beta_st[d];
+    }
+    a.q_scale = c->q_scale;
+    a.K = c->K;
+    a.o = c->o, a.snapshots = c->snapshots;
+    a.snap_stride = c->snap_stride;
+    return a;
 }
 
 static bool aligned16(const void *p) { return ((uintptr_t)p & 15) == 0; }
@@ -396,8 +415,9 @@ static bool vector_rows_ok(const KdnLayerCall *c) {
 
 template <int R, bool kFull>
 static void launch_rows(const KdnLayerCall *c) {
-    if (vector_rows_ok(c)) launch<R, kFull, true>(c);
-    else launch<R, kFull, false>(c);
+    const RecurrentArgs a = recurrent_args(c);
+    if (vector_rows_ok(c)) launch<R, kFull, true>(c, a);
+    else launch<R, kFull, false>(c, a);
 }
 
 extern "C" {

@@ -21,6 +21,7 @@
 #include "decay.h"
 #include "heads.h"
 #include "kdn.h"
+#include "kernel_args.h"
 
 static const int kMaxDk = 128;
 // Inner loops go in batches of kSteps 4-float steps whose global loads are all

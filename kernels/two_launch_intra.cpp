@@ -1,5 +1,5 @@
-// Phase 6 of the ladder, the first launch of the two-launch chunked layer
-// (two_launch.h):
+// The chunked prefill's first launch: every chunk's state-independent
+// quantities at once (two_launch.h; the ladder checks it in phase 6):
 //
 // 1) kernel_two_launch_intra
 //   grid      (n_chunks, H_v, n_seqs): a workgroup per chunk of one head of
@@ -458,8 +458,9 @@ __device__ __forceinline__ void intra_wy(IntraLds<C> &L, const float *src, size_
     }
 }
 
+// The kernel's body, its pointers __restrict__ (kernel_args.h says why).
 template <int C, bool kVec>
-__global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(
+__device__ __forceinline__ void two_launch_intra(
     const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ v, long v_head, long v_token,
     long v_seq, const float *__restrict__ g, const float *__restrict__ beta, float *__restrict__ gamma,
     float *__restrict__ to_end, float *__restrict__ Tinv, float *__restrict__ U, float *__restrict__ W,
@@ -502,6 +503,12 @@ __global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(
     intra_wy<C, kVec>(L, kc, qk_stride, L.egamma, n, D_k, W + ci * C * D_k);
 }
 
+template <int C, bool kVec>
+__global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(const IntraArgs a) {
+    two_launch_intra<C, kVec>(a.q, a.k, a.v, a.v_head, a.v_token, a.v_seq, a.g, a.beta, a.gamma, a.to_end, a.Tinv,
+                              a.U, a.W, a.P, a.T, a.H_k, a.H_v, a.D_k, a.D_v, a.head_map);
+}
+
 // ---- launchers ----------------------------------------------------------------
 template <int C, bool kVec>
 static void launch_intra(const KdnLayerCall *c, const KdnChunkBuffers *b) {
@@ -509,9 +516,10 @@ static void launch_intra(const KdnLayerCall *c, const KdnChunkBuffers *b) {
     const KdnShape *s = &c->s;
     dim3 grid((unsigned)KDN_CEIL_DIV(s->T, C), (unsigned)s->H_v, (unsigned)s->n_seqs);
     KDN_ALLOW_LDS((kernel_two_launch_intra<C, kVec>), sizeof(IntraLds<C>));
-    KDN_LAUNCH((kernel_two_launch_intra<C, kVec>), grid, dim3(kIntraThreads), sizeof(IntraLds<C>), c->q, c->k, c->v,
-               c->v_st[0], c->v_st[1], c->v_st[2], c->g, c->beta, b->gamma, b->to_end, b->Tinv, b->U, b->W, b->P, s->T,
-               s->H_k, s->H_v, s->D_k, s->D_v, s->head_map);
+    const IntraArgs a = {c->q,     c->k,      c->v,    c->v_st[0], c->v_st[1], c->v_st[2], c->g,
+                         c->beta,  b->gamma,  b->to_end, b->Tinv,  b->U,       b->W,       b->P,
+                         s->T,     s->H_k,    s->H_v,  s->D_k,     s->D_v,     s->head_map};
+    KDN_LAUNCH((kernel_two_launch_intra<C, kVec>), grid, dim3(kIntraThreads), sizeof(IntraLds<C>), a);
 }
 
 template <int C>

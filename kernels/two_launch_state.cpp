@@ -1,5 +1,5 @@
-// Phase 7 of the ladder, the second launch of the two-launch chunked layer
-// (two_launch.h):
+// The chunked prefill's second launch: the state carried through the chunks,
+// and the outputs (two_launch.h; the ladder checks it in phase 7):
 //
 // 2) kernel_two_launch_state
 //   grid      (D_v / 32, H_v, n_seqs): a workgroup owns a D_k x 32 slab of one
@@ -79,8 +79,9 @@ __device__ __forceinline__ void state_outputs_batch(const StateLds<C> &L, const 
 template <int C, bool kVec>
 constexpr int kStateWaves = C == 32 && kVec ? 3 : 1;
 
+// The kernel's body, its pointers __restrict__ where they can be (kernel_args.h says why).
 template <int C, bool kVec>
-__global__ __launch_bounds__(kStateThreads) KDN_GFX906_WAVES_PER_SIMD((kStateWaves<C, kVec>)) void kernel_two_launch_state(
+__device__ __forceinline__ void two_launch_state(
     const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ gamma,
     const float *__restrict__ to_end, const float *__restrict__ U, const float *__restrict__ W,
     const float *__restrict__ P, const float *state_in, float *state_out, float *__restrict__ o, int T, int H_k,
@@ -234,6 +235,13 @@ __global__ __launch_bounds__(kStateThreads) KDN_GFX906_WAVES_PER_SIMD((kStateWav
     }
 }
 
+template <int C, bool kVec>
+__global__ __launch_bounds__(kStateThreads) KDN_GFX906_WAVES_PER_SIMD((kStateWaves<C, kVec>)) void kernel_two_launch_state(
+    const StateArgs a) {
+    two_launch_state<C, kVec>(a.q, a.k, a.gamma, a.to_end, a.U, a.W, a.P, a.state_in, a.state_out, a.o, a.T, a.H_k,
+                              a.H_v, a.D_k, a.D_v, a.head_map, a.c0, a.c1, a.q_scale);
+}
+
 // ---- launchers ----------------------------------------------------------------
 const KdnLimits kdn_two_launch_limits = kTwoLaunchLimits;
 
@@ -243,9 +251,9 @@ static void launch_state(const KdnLayerCall *c, int c0, int c1, const KdnChunkBu
     const KdnShape *s = &c->s;
     dim3 grid((unsigned)KDN_CEIL_DIV(s->D_v, kBV), (unsigned)s->H_v, (unsigned)s->n_seqs);
     KDN_ALLOW_LDS((kernel_two_launch_state<C, kVec>), sizeof(StateLds<C>));
-    KDN_LAUNCH((kernel_two_launch_state<C, kVec>), grid, dim3(kStateThreads), sizeof(StateLds<C>), c->q, c->k,
-               b->gamma, b->to_end, b->U, b->W, b->P, c->state_in, c->snapshots, c->o, s->T, s->H_k, s->H_v, s->D_k,
-               s->D_v, s->head_map, c0, c1, c->q_scale);
+    const StateArgs a = {c->q,   c->k,   b->gamma, b->to_end, b->U,   b->W,        b->P, c->state_in, c->snapshots,
+                         c->o,   s->T,   s->H_k,   s->H_v,    s->D_k, s->D_v,      s->head_map, c0, c1, c->q_scale};
+    KDN_LAUNCH((kernel_two_launch_state<C, kVec>), grid, dim3(kStateThreads), sizeof(StateLds<C>), a);
 }
 
 template <int C>

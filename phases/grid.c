@@ -108,7 +108,8 @@ static int run_case(const Test *t, Ctx *c, const LayerVariant *v, long i, const 
     double *o_ref = host_d(c, d.n_v), *s_ref = host_d(c, d.n_state);
     dn_reference(c, &d, o_ref, s_ref);
     float *o = dev_out(c, "o", d.n_v), *st = dev_out(c, "state_out", d.n_state);
-    v->run(v->prepare ? v->prepare(c, &d.ks) : NULL, &d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, st);
+    const KdnLayerCall call = kdn_layer_contiguous(&d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, st);
+    v->run(v->prepare ? v->prepare(c, &d.ks) : NULL, &call);
     if (dev_sync(c) != 0) return 0;
     char what[32];
     snprintf(what, sizeof what, "o #%ld", i);

@@ -14,9 +14,8 @@ static void *unfused_prepare(Ctx *c, const KdnShape *s) {
     return w;
 }
 
-static void unfused_run(void *w, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                        const float *beta, const float *state_in, float *o, float *state_out) {
-    deltanet_unfused(w, s, q, k, v, g, beta, state_in, o, state_out);
+static void unfused_run(void *w, const KdnLayerCall *c) {
+    deltanet_unfused(w, &c->s, c->q, c->k, c->v, c->g, c->beta, c->state_in, c->o, c->snapshots);
 }
 
 /* What every kernel refuses: a block map whose heads do not group. */
@@ -77,7 +76,8 @@ const LayerVariant *layer_variant(const char *name) {
 
 void expect_refused(Ctx *c, const LayerVariant *v, const KdnShape *s, const DnDevice *dd, size_t n_o, Tol tol) {
     float *o = dev_out(c, "o", n_o), *s_out = dev_out(c, "state_out", (size_t)s->n_seqs * s->H_v * s->D_v * s->D_k);
-    v->run(v->prepare ? v->prepare(c, s) : NULL, s, dd->q, dd->k, dd->v, dd->g, dd->beta, dd->state, o, s_out);
+    const KdnLayerCall call = kdn_layer_contiguous(s, dd->q, dd->k, dd->v, dd->g, dd->beta, dd->state, o, s_out);
+    v->run(v->prepare ? v->prepare(c, s) : NULL, &call);
     const char *why = kdn_sync();
     if (!why || !strstr(why, "refused")) {
         test_fail(c, "%s, C=%d D_k=%d: not refused (%s)", v->name, s->chunk, s->D_k, why ? why : "ran");

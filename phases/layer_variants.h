@@ -10,8 +10,9 @@
 #include "../kernels/kdn.h"
 #include "deltanet_data.h"
 
-typedef void (*LayerRun)(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
-                         const float *g, const float *beta, const float *state_in, float *o, float *state_out);
+/* Enqueues one layer call c (the library's layer call, kdn.h; the tests
+ * build theirs with kdn_layer_contiguous) with the variant's scratch. */
+typedef void (*LayerRun)(void *scratch, const KdnLayerCall *c);
 
 typedef struct {
     const char *name;  /* the log's variant column and --bench label */

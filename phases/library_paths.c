@@ -20,25 +20,15 @@ void *two_launch_prepare(Ctx *c, const KdnShape *s) {
     return w;
 }
 
-/* Each adapter runs the library's dispatch (kdn_layer_run) on the contiguous
- * tensors, with the path it names. */
-void deltanet_two_launch(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
-                         const float *g, const float *beta, const float *state_in, float *o, float *state_out) {
-    const KdnLayerCall c = kdn_layer_contiguous(s, q, k, v, g, beta, state_in, o, state_out);
-    kdn_layer_run(&c, KDN_PATH_CHUNKED, scratch);
-}
+/* Each adapter runs the library's dispatch (kdn_layer_run) on the call, with
+ * the path it names. */
+void deltanet_two_launch(void *scratch, const KdnLayerCall *c) { kdn_layer_run(c, KDN_PATH_CHUNKED, scratch); }
 
-void deltanet_auto(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                   const float *beta, const float *state_in, float *o, float *state_out) {
-    const KdnLayerCall c = kdn_layer_contiguous(s, q, k, v, g, beta, state_in, o, state_out);
-    kdn_layer_run(&c, KDN_PATH_AUTO, scratch);
-}
+void deltanet_auto(void *scratch, const KdnLayerCall *c) { kdn_layer_run(c, KDN_PATH_AUTO, scratch); }
 
-void deltanet_recurrent(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
-                        const float *g, const float *beta, const float *state_in, float *o, float *state_out) {
+void deltanet_recurrent(void *scratch, const KdnLayerCall *c) {
     (void)scratch;
-    const KdnLayerCall c = kdn_layer_contiguous(s, q, k, v, g, beta, state_in, o, state_out);
-    kdn_layer_run(&c, KDN_PATH_RECURRENT, NULL);
+    kdn_layer_run(c, KDN_PATH_RECURRENT, NULL);
 }
 
 RefChunkWork ref_chunk_work(Ctx *c, const KdnShape *s) {

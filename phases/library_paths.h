@@ -17,12 +17,9 @@ int two_launch_chunks(const KdnShape *s); /* ceil(T / C) */
 void *two_launch_prepare(Ctx *c, const KdnShape *s);
 /* Layer-row adapters: kdn_layer_run with path CHUNKED, AUTO, RECURRENT
  * (scratch from two_launch_prepare; unused by the last). */
-void deltanet_two_launch(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
-                         const float *g, const float *beta, const float *state_in, float *o, float *state_out);
-void deltanet_auto(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v, const float *g,
-                   const float *beta, const float *state_in, float *o, float *state_out);
-void deltanet_recurrent(void *scratch, const KdnShape *s, const float *q, const float *k, const float *v,
-                        const float *g, const float *beta, const float *state_in, float *o, float *state_out);
+void deltanet_two_launch(void *scratch, const KdnLayerCall *c);
+void deltanet_auto(void *scratch, const KdnLayerCall *c);
+void deltanet_recurrent(void *scratch, const KdnLayerCall *c);
 
 /* Reference side: one chunk's inputs gathered from the ggml tensors (double,
  * token rows) and its ref_chunk_intra, in host scratch reused chunk after

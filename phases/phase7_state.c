@@ -156,7 +156,8 @@ static void t_state_chunks_all(const Test *t, Ctx *c) {
         RefInputs in = dn_ref_inputs(&d);
         ref_deltanet_chunked(&d.rs, &in, o_ref, s_ref);
         float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
-        deltanet_two_launch(two_launch_prepare(c, &d.ks), &d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
+        const KdnLayerCall call = kdn_layer_contiguous(&d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
+        deltanet_two_launch(two_launch_prepare(c, &d.ks), &call);
         if (dev_sync(c) != 0) return;
         dn_expect_layer(c, &sh, o, o_ref, s_out, s_ref, t->tol);
     }

@@ -14,19 +14,18 @@
 typedef struct {
     const LayerVariant *layer;
     void *scratch;
-    const KdnShape *s;
-    DnDevice in;
-    float *o, *state_out;
+    KdnLayerCall call;
 } LayerCall;
 
 static void run_layer(void *arg) {
     LayerCall *l = arg;
-    l->layer->run(l->scratch, l->s, l->in.q, l->in.k, l->in.v, l->in.g, l->in.beta, l->in.state, l->o, l->state_out);
+    l->layer->run(l->scratch, &l->call);
 }
 
 /* Enqueues `layer` on the inputs through bench_work (timed under --bench). */
 static void call_layer(Ctx *c, const LayerVariant *layer, const DnData *d, const DnDevice *dd, float *o, float *state_out) {
-    LayerCall call = {layer, layer->prepare ? layer->prepare(c, &d->ks) : NULL, &d->ks, *dd, o, state_out};
+    LayerCall call = {layer, layer->prepare ? layer->prepare(c, &d->ks) : NULL,
+                      kdn_layer_contiguous(&d->ks, dd->q, dd->k, dd->v, dd->g, dd->beta, dd->state, o, state_out)};
     double bytes, flops;
     dn_layer_cost(&d->ks, &bytes, &flops);
     bench_work(c, layer->name, run_layer, &call, bytes, flops);
@@ -115,7 +114,8 @@ static void t_auto(const Test *row, Ctx *c) {
     float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
     void *scratch = automatic->prepare(c, &d.ks);
     long before = kdn_launch_count();
-    automatic->run(scratch, &d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
+    const KdnLayerCall call = kdn_layer_contiguous(&d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
+    automatic->run(scratch, &call);
     /* docs/api.md: chunked past the split, where D_k is one the chunked kernels take */
     int chunked = sh.T > kdn_gdn_recurrent_max_t(sh.n_seqs) && sh.D_k <= kdn_two_launch_limits.max_D_k;
     long launches = kdn_launch_count() - before, want = chunked ? 2 : 1;
@@ -166,7 +166,8 @@ static void t_prefill_then_decode(const Test *t, Ctx *c) {
     upload_tokens(c, &d, 0, prefill, &dd);
     float *o = dev_out(c, "o_prefill", (size_t)prefill * sh.n_seqs * sh.H_v * sh.D_v);
     float *next = dev_out(c, "state_prefill", d.n_state);
-    prefill_path->run(prefill_path->prepare(c, &ks), &ks, dd.q, dd.k, dd.v, dd.g, dd.beta, state, o, next);
+    const KdnLayerCall prefill_call = kdn_layer_contiguous(&ks, dd.q, dd.k, dd.v, dd.g, dd.beta, state, o, next);
+    prefill_path->run(prefill_path->prepare(c, &ks), &prefill_call);
     size_t o_tok = (size_t)sh.H_v * sh.D_v;
     double *want_prefill = host_d(c, o_tok * prefill * sh.n_seqs);
     for (int s = 0; s < sh.n_seqs; s++)
@@ -182,7 +183,8 @@ static void t_prefill_then_decode(const Test *t, Ctx *c) {
         next = dev_out(c, "state_decode", d.n_state);
         float *o1 = dev_out(c, "o_decode", o_tok * sh.n_seqs);
         upload_tokens(c, &d, prefill + step, 1, &dd);
-        decode_path->run(NULL, &ks, dd.q, dd.k, dd.v, dd.g, dd.beta, state, o1, next);
+        const KdnLayerCall step_call = kdn_layer_contiguous(&ks, dd.q, dd.k, dd.v, dd.g, dd.beta, state, o1, next);
+        decode_path->run(NULL, &step_call);
         if (dev_sync(c) != 0) return;
         download(c, o_dec, o1, o_tok * sh.n_seqs);
         for (int s = 0; s < sh.n_seqs; s++)

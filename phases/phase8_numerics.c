@@ -36,8 +36,8 @@ static Run run_variant(Ctx *c, const LayerVariant *layer, const DnData *d) {
     dn_upload(c, d, &dd);
     Run r = {host_f(c, d->n_v), host_f(c, d->n_state), host_d(c, d->n_v), host_d(c, d->n_state)};
     float *o = dev_out(c, "o", d->n_v), *s = dev_out(c, "state_out", d->n_state);
-    layer->run(layer->prepare ? layer->prepare(c, &d->ks) : NULL, &d->ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state,
-               o, s);
+    const KdnLayerCall call = kdn_layer_contiguous(&d->ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s);
+    layer->run(layer->prepare ? layer->prepare(c, &d->ks) : NULL, &call);
     dn_reference(c, d, r.o_ref, r.s_ref);
     if (dev_sync(c) != 0) return r;
     download(c, r.o, o, d->n_v);

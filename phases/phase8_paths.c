@@ -28,9 +28,10 @@ enum { N_PATHS = sizeof paths / sizeof paths[0] };
 static void run_layer(Ctx *c, int variant, const KdnShape *s, const DnDevice *dd, float *o, float *state_out) {
     if (variant == LAYER_RECURRENT)
         kdn_deltanet_recurrent(s, dd->q, dd->k, dd->v, dd->g, dd->beta, dd->state, o, state_out);
-    else
-        deltanet_two_launch(two_launch_prepare(c, s), s, dd->q, dd->k, dd->v, dd->g, dd->beta, dd->state, o,
-                            state_out);
+    else {
+        const KdnLayerCall call = kdn_layer_contiguous(s, dd->q, dd->k, dd->v, dd->g, dd->beta, dd->state, o, state_out);
+        deltanet_two_launch(two_launch_prepare(c, s), &call);
+    }
 }
 
 

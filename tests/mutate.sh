@@ -56,7 +56,7 @@ fault two_launch_out_intra $WS state_out 's/fmaf\(p4\[st\]\[a\]\[e\], /fmaf(0.99
 fault two_launch_state_update $WS state_update 's/fmaf\(total, s4\[b\], acc\[u\]\[b\]\)/fmaf(total, s4[b], 0.999f * acc[u][b])/' "$TWO"
 fault two_launch_decay_after_update $WS state_update 's/fmaf\(total, s4\[b\], acc\[u\]\[b\]\)/total * (s4[b] + acc[u][b])/' "$TWO"
 # a wrong snapshot slot: slots 0 and 1 (2 and 3, ...) swapped in the recurrent kernel
-fault snapshot_slot $R rec_snapshot 's/\(c, S, T - 1 - t, s_off/(c, S, ((T - 1 - t) ^ 1) < c.K ? (T - 1 - t) ^ 1 : T - 1 - t, s_off/' 'gdn_*K[24]*'
+fault snapshot_slot $R rec_snapshot 's/\(args, S, T - 1 - t, s_off/(args, S, ((T - 1 - t) ^ 1) < args.K ? (T - 1 - t) ^ 1 : T - 1 - t, s_off/' 'gdn_*K[24]*'
 # the grouped-head map swapped in the kernels only (the reference keeps its own)
 fault head_map_swapped kernels/heads.h head_map 's/head_map == 0 \? h % H_k/head_map == 1 ? h % H_k/' "two_launch_gqa3_c32 recurrent_odd_dims" quick
 # a chunk's tail one token short
