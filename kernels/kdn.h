@@ -1,6 +1,6 @@
 /* The library's internal C face: the device runtime (backend/runtime.h) and
  * one launcher per product kernel, the kernels the entry point
- * (gated_delta_net.c) reaches. Launchers only enqueue work: errors (launch
+ * (gated_delta_net.c) and its dispatch (dispatch.c) reach. Launchers only enqueue work: errors (launch
  * or execution) surface at kdn_sync(). The ladder's own kernels are declared
  * in phases/kernels/ladder.h. */
 #ifndef KDN_H
@@ -107,7 +107,7 @@ void kdn_two_launch_state(const KdnLayerCall *c, int c0, int c1, const KdnChunkB
  * gfx906 CU (3 against 2). */
 int kdn_two_launch_fewest_rounds_chunk(const KdnShape *s);
 
-/* ---- the library's dispatch (kernels/gated_delta_net.c) ------------------
+/* ---- the library's dispatch (kernels/dispatch.c) ---------------------------
  * kdn_gated_delta_net (gated_delta_net.h) checks a call, stages the views
  * the chunked kernels cannot read, and ends in kdn_layer_run; the tests,
  * benchmarks and tools run the same function on contiguous tensors, so what

@@ -33,7 +33,7 @@ PATHS = (("recurrent", "recurrent"), ("two-launch", "chunked"), ("auto", "auto")
 PEAK_FLOPS = 13.4e12   # the floors: fp32 FMA peak (60 CUs x 64 lanes x 2 x 1.725 GHz)
 PEAK_HBM = 0.86e12     # and sustained HBM bandwidth
 PRODUCT_SRC = ("deltanet_recurrent", "two_launch_intra", "two_launch_state", "gather")
-LAUNCHES_SRC = ["kernels/gated_delta_net.c", "kernels/tuning.c"] + ["kernels/%s.cpp" % f for f in PRODUCT_SRC]
+LAUNCHES_SRC = ["kernels/gated_delta_net.c", "kernels/dispatch.c", "kernels/tuning.c"] + ["kernels/%s.cpp" % f for f in PRODUCT_SRC]
 
 
 def launches_tool():

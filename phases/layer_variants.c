@@ -56,7 +56,7 @@ const LayerVariant layer_variants[LAYER_VARIANT_COUNT] = {
                           "(kernels/two_launch_intra.cpp, two_launch_state.cpp)",
                           two_launch_prepare, deltanet_two_launch, chunked_refuses},
     [LAYER_AUTO] = {"auto", "the library's choice: recurrent up to kdn_gdn_recurrent_max_t(n_seqs) tokens, else two_launch",
-                    "kdn_layer_run, path AUTO (kernels/gated_delta_net.c: what kdn_gated_delta_net ends in)", two_launch_prepare, deltanet_auto,
+                    "kdn_layer_run, path AUTO (kernels/dispatch.c: what kdn_gated_delta_net ends in)", two_launch_prepare, deltanet_auto,
                     auto_refuses},
 };
 
