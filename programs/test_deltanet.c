@@ -1,5 +1,7 @@
-/* test_deltanet: the Delta-Net kernel ladder, checked against a
- * double-precision host reference. */
+/* test_deltanet: the product's ladder runner. It runs the ladder's phases
+ * (the library's kernels and the ladder's own, each checked against a
+ * double-precision host reference) through the harness; the binary keeps
+ * the name it has always had, which CI, the logs and the docs call. */
 #include "../harness/internal.h"
 #include "../harness/tensors.h"
 
