@@ -241,7 +241,7 @@ $(BUILD)/provenance.stamp: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(PROVENANCE)' | cmp -s - $@ || echo '$(PROVENANCE)' > $@
 $(BUILD)/harness/report.o: $(BUILD)/provenance.stamp
-$(BUILD)/harness/report.o: CFLAGS += -DKDN_PROVENANCE='"$(PROVENANCE)"'
+$(BUILD)/harness/report.o: CFLAGS += -DBUILD_PROVENANCE='"$(PROVENANCE)"'
 .PHONY: FORCE
 
 # What make test needs and this machine lacks, from Debian's archive (tools/setup/deps.sh).

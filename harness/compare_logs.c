@@ -272,9 +272,9 @@ static const char *not_a_log(const char *text, size_t len, char *why, size_t siz
         if ((ch < 0x20 && ch != '\t' && ch != '\n') || ch == 0x7f)
             return snprintf(why, size, "binary data (byte %zu is 0x%02x): not a text log", i, ch), why;
     }
-    size_t magic = strlen(LOG_MAGIC);
-    if (len <= magic || memcmp(text, LOG_MAGIC, magic) != 0 || text[magic] != '\n')
-        return snprintf(why, size, "not a test_deltanet log (first line is not '%s')", LOG_MAGIC), why;
+    size_t magic = strlen(log_magic());
+    if (len <= magic || memcmp(text, log_magic(), magic) != 0 || text[magic] != '\n')
+        return snprintf(why, size, "not a %s log (first line is not '%s')", registry_suite()->program, log_magic()), why;
     return NULL;
 }
 
@@ -295,7 +295,7 @@ static int parse_log(Log *log, size_t len, char *err, size_t size) {
         *next++ = 0;
         lineno++;
         if (ended) return snprintf(err, size, "%s:%d: a line after the '# end' line", log->path, lineno), -1;
-        if (lineno == 1) continue; /* LOG_MAGIC: not_a_log */
+        if (lineno == 1) continue; /* log_magic(): not_a_log */
         if (strncmp(line, LOG_INCOMPLETE, strlen(LOG_INCOMPLETE)) == 0)
             return snprintf(err, size, "%s:%d: an incomplete log (%s)", log->path, lineno, line + strlen(LOG_INCOMPLETE)), -1;
         if (columns_seen && strncmp(line, LOG_END, strlen(LOG_END)) == 0) {
@@ -445,6 +445,6 @@ int compare_logs(const Options *o, FILE *out) {
         rc = judge(o, &old, &cur, out);
     free_log(&old);
     free_log(&cur);
-    if (rc == 2) fprintf(stderr, "test_deltanet: --compare: %s\n", err);
+    if (rc == 2) fprintf(stderr, "%s: --compare: %s\n", registry_suite()->program, err);
     return rc;
 }

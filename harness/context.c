@@ -3,7 +3,7 @@
 #include "internal.h"
 #include "tensors.h"
 
-#include "../kernels/kdn.h"
+#include "../kernels/backend/runtime.h" /* the device runtime: buffers, sync, timing (kdn_*: the library's prefix) */
 
 #include <math.h>
 #include <stdarg.h>

@@ -93,7 +93,7 @@ static int run_tests(const Options *o) {
 static int run(int argc, char **argv) {
     Options o;
     char err[512];
-    registry_use(ladder_tables, ladder_table_count);
+    registry_use(ladder_suite());
     int rc = parse_options(argc, argv, &o, err, sizeof err);
     if (rc) {
         fprintf(stderr, "test_deltanet: %s\n", err);

@@ -24,7 +24,7 @@ static int checks, failures;
         }                                                                      \
     } while (0)
 
-static const Test dummy = {1, "unit", "unfused", {0, 0, 0}, {0}, NULL};
+static const Test dummy = {1, "unit", "unfused", {0, 0, 0}, CASE(0), NULL};
 
 /* ---- comparison ---------------------------------------------------------- */
 static void test_compare(void) {
@@ -160,7 +160,7 @@ static void test_options(void) {
 /* ---- determinism and verdicts ------------------------------------------- */
 static void test_rng(void) {
     /* the same seed and name: the same stream; another seed or name: another */
-    static const Test other = {1, "unit2", "unfused", {0, 0, 0}, {0}, NULL};
+    const Test other = {1, "unit2", "unfused", {0, 0, 0}, CASE(0), NULL};
     Ctx a, b, c, d;
     ctx_begin(&a, &dummy, 1, false, 0, DEFAULT_MAX_MEM);
     ctx_begin(&b, &dummy, 1, false, 0, DEFAULT_MAX_MEM);
@@ -246,7 +246,7 @@ static void run_spin_wait(const Test *t, Ctx *c) {
 }
 
 static bool runs_under(void (*fn)(const Test *, Ctx *), const char *expect_text, double max_seconds) {
-    Test t = {1, "unit_row", "unfused", {1e-6, 0, 0}, {0}, fn};
+    Test t = {1, "unit_row", "unfused", {1e-6, 0, 0}, CASE(0), fn};
     Options o;
     char err[256];
     parse(&o, err, NULL, NULL, NULL);
@@ -602,7 +602,7 @@ int main(void) {
         printf("test_harness: no device: %s\n", msg);
         return 77;
     }
-    registry_use(ladder_tables, ladder_table_count);
+    registry_use(ladder_suite());
     test_compare();
     test_compare_scaled();
     test_guards();
