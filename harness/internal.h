@@ -187,6 +187,12 @@ bool registry_reshapes(const Test *row);
 /* --load: row's shape from the files in dir, by its table's hook (0 where it
  * has none), or -1 with a message. */
 int registry_shape_from_files(const Test *row, const char *dir, TestCase *sh, char *err, size_t err_size);
+/* A renamed test's or variant's former name (name itself where none is
+ * registered): its inputs' seed hashes it, so a rename changes no input. */
+const char *registry_former_name(const char *name);
+/* The current name of a former one (name itself where none): --compare
+ * keys an old log's rows by today's names. */
+const char *registry_current_name(const char *name);
 
 /* ---- benchmarking (bench.c) -------------------------------------------- */
 #define DEFAULT_REPS 20

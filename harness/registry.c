@@ -95,3 +95,16 @@ bool registry_reshapes(const Test *row) {
     const TestList *table = table_of(row);
     return suite->takes_set && suite->takes_set(row->shape) && !(table && table->fixed_shapes);
 }
+
+/* The suite's renames, looked up by either name (a handful: a linear scan). */
+const char *registry_former_name(const char *name) {
+    for (int i = 0; suite && i < suite->n_renames; i++)
+        if (strcmp(suite->renames[i].current, name) == 0) return suite->renames[i].former;
+    return name;
+}
+
+const char *registry_current_name(const char *name) {
+    for (int i = 0; suite && i < suite->n_renames; i++)
+        if (strcmp(suite->renames[i].former, name) == 0) return suite->renames[i].current;
+    return name;
+}
