@@ -69,7 +69,7 @@ LDLIBS  := -lm -lpthread
 KERNEL_SRC := $(wildcard kernels/*.cpp)
 LIB_C_SRC  := $(wildcard kernels/*.c)
 LADDER_KERNEL_SRC := $(wildcard phases/kernels/*.cpp)
-HOST_SRC   := $(wildcard harness/*.c reference/*.c phases/*.c programs/*.c)
+HOST_SRC   := $(wildcard harness/*.c reference/*.c phases/*.c) programs/test_deltanet.c
 
 ifeq ($(BACKEND),hip)
   KCXX    := $(HIPCC)
@@ -153,10 +153,10 @@ $(BUILD)/test_deltanet: $(HOST_OBJ) $(LADDER_OBJ) $(KERNEL_OBJ)
 	@$(LINK) $^ -o $@ $(LDLIBS)
 
 # kdn_tune: the dispatch's constants measured on this device, as a tuning
-# file the library loads (tools/gpu/kdn_tune.c; docs/api.md, "Tuning"). It
+# file the library loads (programs/kdn_tune.c; docs/api.md, "Tuning"). It
 # links the objects: it times the calls with the runtime's events.
 tune: $(BUILD)/kdn_tune
-$(BUILD)/kdn_tune: $(BUILD)/tools/gpu/kdn_tune.o $(KERNEL_OBJ)
+$(BUILD)/kdn_tune: $(BUILD)/programs/kdn_tune.o $(KERNEL_OBJ)
 	@echo "  LINK  $@"
 	@$(LINK) $^ -o $@ $(LDLIBS)
 
@@ -228,7 +228,7 @@ $(BUILD)/%.o: %.cpp $(BUILD)/%.d | $(TOOLCHAIN_READY)
 # Named (not a pattern), so make does not take a missing .d for an
 # intermediate file it may skip.
 DEPFILES := $(patsubst %,$(BUILD)/%.d,$(basename $(wildcard \
-    $(foreach d,programs harness reference phases phases/kernels kernels kernels/backend tests tools/gpu,$(d)/*.c $(d)/*.cpp))))
+    $(foreach d,programs harness reference phases phases/kernels kernels kernels/backend tests,$(d)/*.c $(d)/*.cpp))))
 $(DEPFILES):
 include $(wildcard $(DEPFILES))
 
@@ -241,7 +241,7 @@ $(BUILD)/provenance.stamp: FORCE
 	@mkdir -p $(dir $@)
 	@echo '$(PROVENANCE)' | cmp -s - $@ || echo '$(PROVENANCE)' > $@
 $(BUILD)/harness/report.o: $(BUILD)/provenance.stamp
-$(BUILD)/harness/report.o: CFLAGS += -DKDN_PROVENANCE='"$(PROVENANCE)"'
+$(BUILD)/harness/report.o: CFLAGS += -DBUILD_PROVENANCE='"$(PROVENANCE)"'
 .PHONY: FORCE
 
 # What make test needs and this machine lacks, from Debian's archive (tools/setup/deps.sh).
@@ -261,7 +261,7 @@ check-env:
 # fails on LDS > 64 KB, scratch or VGPR spills (run by make test where hipcc exists).
 resources: $(TOOLCHAIN_READY)
 	@mkdir -p build
-	@HIPCC=$(HIPCC) tools/gfx906_resources.sh $(KERNEL_SRC) $(LADDER_KERNEL_SRC) > build/resources.md
+	@HIPCC=$(HIPCC) lens/gfx906_resources.sh $(KERNEL_SRC) $(LADDER_KERNEL_SRC) > build/resources.md
 	@awk -v table=build/resources.md \
 	    '/<!-- resources:end/ { skip = 0 } !skip { print } \
 	     /<!-- resources:begin/ { while ((getline line < table) > 0) print line; skip = 1 }' \
@@ -269,7 +269,7 @@ resources: $(TOOLCHAIN_READY)
 	@echo "docs/kernels.md: resource table updated"
 
 resources-check: $(TOOLCHAIN_READY)
-	@HIPCC=$(HIPCC) tools/gfx906_resources.sh --check $(KERNEL_SRC) $(LADDER_KERNEL_SRC) > /dev/null && echo "gfx906 resources: no kernel over 64 KB LDS, no scratch, no VGPR spills"
+	@HIPCC=$(HIPCC) lens/gfx906_resources.sh --check $(KERNEL_SRC) $(LADDER_KERNEL_SRC) > /dev/null && echo "gfx906 resources: no kernel over 64 KB LDS, no scratch, no VGPR spills"
 
 # The gfx906 ISA lens and the MI50 simulator (lens/, python3 -m lens; docs/performance.md "MI50 simulator"):
 #   make isa            per kernel: resources and static loop counts (TSV in build/isa/); then the

@@ -1,7 +1,7 @@
 /* --bench: timing of the device work a test hands to bench_work (docs/bench.md). */
 #include "internal.h"
 
-#include "../kernels/kdn.h"
+#include "../kernels/backend/runtime.h" /* the device runtime: buffers, sync, timing (kdn_*: the library's prefix) */
 
 #include <stdlib.h>
 #include <string.h>

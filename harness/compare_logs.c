@@ -47,8 +47,9 @@ static const struct {
 } columns[N_COLUMNS] = {LOG_COLUMN_TABLE(AS_ROW)};
 
 typedef struct {
-    const char *key;  /* "name\tvariant", inside the log's text */
+    const char *key;  /* "name\tvariant", inside the log's text, or renamed ... */
     size_t key_len;
+    char *renamed;    /* ... in this string of its own (a former name made current) */
     int line;
     const char *shape; /* its shape column, inside the log's text */
     char status;      /* 'P', 'F', 'S' or 'T' */
@@ -195,6 +196,15 @@ static int parse_row(char *line, Row *r, char *why, size_t size) {
     for (int c = 0; c < N_COLUMNS; c++)
         if (judged_slot[c] >= 0) r->v[judged_slot[c]] = v[c];
     r->shape = field[COL_SHAPE];
+    const char *name = registry_current_name(field[COL_NAME]), *variant = registry_current_name(field[COL_VARIANT]);
+    if (name != field[COL_NAME] || variant != field[COL_VARIANT]) { /* a renamed test or variant: today's key */
+        size_t len = strlen(name) + 1 + strlen(variant);
+        if (!(r->renamed = malloc(len + 1))) return snprintf(why, size, "out of memory"), -1;
+        snprintf(r->renamed, len + 1, "%s\t%s", name, variant);
+        r->key = r->renamed;
+        r->key_len = len;
+        return 0;
+    }
     field[COL_VARIANT][-1] = '\t'; /* the key: name \t variant, full length */
     r->key = field[COL_NAME];
     r->key_len = strlen(r->key);
@@ -272,9 +282,9 @@ static const char *not_a_log(const char *text, size_t len, char *why, size_t siz
         if ((ch < 0x20 && ch != '\t' && ch != '\n') || ch == 0x7f)
             return snprintf(why, size, "binary data (byte %zu is 0x%02x): not a text log", i, ch), why;
     }
-    size_t magic = strlen(LOG_MAGIC);
-    if (len <= magic || memcmp(text, LOG_MAGIC, magic) != 0 || text[magic] != '\n')
-        return snprintf(why, size, "not a test_deltanet log (first line is not '%s')", LOG_MAGIC), why;
+    size_t magic = strlen(log_magic());
+    if (len <= magic || memcmp(text, log_magic(), magic) != 0 || text[magic] != '\n')
+        return snprintf(why, size, "not a %s log (first line is not '%s')", registry_suite()->program, log_magic()), why;
     return NULL;
 }
 
@@ -295,7 +305,7 @@ static int parse_log(Log *log, size_t len, char *err, size_t size) {
         *next++ = 0;
         lineno++;
         if (ended) return snprintf(err, size, "%s:%d: a line after the '# end' line", log->path, lineno), -1;
-        if (lineno == 1) continue; /* LOG_MAGIC: not_a_log */
+        if (lineno == 1) continue; /* log_magic(): not_a_log */
         if (strncmp(line, LOG_INCOMPLETE, strlen(LOG_INCOMPLETE)) == 0)
             return snprintf(err, size, "%s:%d: an incomplete log (%s)", log->path, lineno, line + strlen(LOG_INCOMPLETE)), -1;
         if (columns_seen && strncmp(line, LOG_END, strlen(LOG_END)) == 0) {
@@ -322,6 +332,7 @@ static int parse_log(Log *log, size_t len, char *err, size_t size) {
         }
         Row *r = &log->rows[log->n++];
         r->line = lineno;
+        r->renamed = NULL;
         if (parse_row(line, r, why, sizeof why) != 0)
             return snprintf(err, size, "%s:%d: %s", log->path, lineno, why), -1;
     }
@@ -339,6 +350,7 @@ static int read_log(const char *path, Log *log, char *err, size_t size) {
 }
 
 static void free_log(Log *log) {
+    for (size_t i = 0; log->rows && i < log->n; i++) free(log->rows[i].renamed);
     free(log->text);
     free(log->rows);
     free(log->slots);
@@ -445,6 +457,6 @@ int compare_logs(const Options *o, FILE *out) {
         rc = judge(o, &old, &cur, out);
     free_log(&old);
     free_log(&cur);
-    if (rc == 2) fprintf(stderr, "test_deltanet: --compare: %s\n", err);
+    if (rc == 2) fprintf(stderr, "%s: --compare: %s\n", registry_suite()->program, err);
     return rc;
 }

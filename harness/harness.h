@@ -20,42 +20,20 @@ typedef struct {
     double nrel; /* normwise bound; 0: none */
 } Tol;
 
-/* A test's case parameters: each field has one meaning (0: the test does
- * not use it). Phases 1-3 size their building-block operands with the
- * first group; the Delta-Net tests (phases 4-8) use the rest. */
-typedef struct {
-    int len;        /* a vector operation's elements; cumsum: tokens per segment */
-    int rows, cols; /* a matrix operand (broadcast_mul, transpose; GEMM: the M x N output) */
-    int inner;      /* GEMM: the summed dimension K */
-    int order;      /* an order x order matrix (masks, the triangular system) */
-    int rhs;        /* triangular solve: right-hand sides (columns of B and X) */
-    int count;      /* independent problems in one launch: cumsum segments, decay-mask heads */
-    int T, n_seqs, H_k, H_v, D_k, D_v, chunk;
-    int head_map; /* HEAD_MAP_* */
-    int decay;    /* DECAY_*: which log-decays the inputs draw */
-    int state;    /* initial state's scale: 0 zero, s > 0 entries N(0, (0.3 s)^2) */
-    int chunk_index;  /* a single-chunk test (phase 7): the chunk it checks */
-    int decode_steps; /* prefill_then_decode: one-token recurrent steps after the prefill */
-    int past_split;   /* auto_*: T = the backend's recurrent/chunked split + past_split */
-    /* the library's entry point (gdn_* rows, phases/phase8_gdn.c) */
-    int kda;       /* 1: the per-key-dimension gate g [D_k, H_v, T, n_seqs]; 0: scalar */
-    int permuted;  /* 1: q, k, v passed as non-contiguous views */
-    int snapshots; /* K: state snapshots in dst (>= 1) */
-    int path;      /* kdn_path the call asks for (0: KDN_PATH_AUTO) */
-    int state_dst; /* STATE_IN_DST, or where the call's state_dst points (phases/phase8_gdn.c) */
-} Shape;
-
-enum { HEAD_MAP_TILED = 0, HEAD_MAP_BLOCK = 1, HEAD_MAP_BOTH = 2 /* a test that runs each */ };
-enum { DECAY_QWEN = 0, DECAY_STRONG = 1, DECAY_WEAK = 2, DECAY_BURSTY = 3 /* weak, with strong bursts */ };
+/* A test's case parameters: typed data the suite defines (struct TestCase,
+ * in the suite's own header). The harness never reads its fields: it holds
+ * a row's case by pointer, writes the --set keys the suite registers
+ * (SetKey) at their offsets, and hands the case to the suite's hooks. */
+typedef struct TestCase TestCase;
 
 typedef struct Ctx Ctx;
 typedef struct Test Test;
 struct Test {
     int phase;
     const char *name;
-    const char *variant; /* the implementation the row tests: "unfused", "recurrent", "two_launch", "auto", "library", "all" */
+    const char *variant; /* the implementation the row tests (the suite's words) */
     Tol tol;
-    Shape shape;
+    const TestCase *shape; /* the row's case (static: a compound literal of the table) */
     void (*run)(const Test *t, Ctx *c);
 };
 
@@ -82,8 +60,46 @@ typedef struct {
     bool fixed_shapes;
     /* the rows' shape from --load's files (DIR, the test's name; 0, or -1 with
      * a message); NULL: the table's rows keep theirs */
-    int (*shape_from_files)(const char *dir, const char *test, Shape *sh, char *err, size_t err_size);
+    int (*shape_from_files)(const char *dir, const char *test, TestCase *sh, char *err, size_t err_size);
 } TestList;
+
+/* ---- what a program registers: its suite ----------------------------------
+ * A --set key: an int field of the suite's TestCase. The harness parses
+ * KEY=VALUE, checks the value against the key's range (once, when parsed)
+ * and writes it at `offset` into the case of every row the suite reshapes. */
+typedef struct {
+    const char *key;
+    size_t offset;            /* of the int field in struct TestCase */
+    long lo, hi;              /* the range; with `pair`, the two values taken */
+    bool pair;                /* lo or hi, nothing between */
+    const char *const *names; /* the values' names, of 0, 1, ... (NULL-ended; NULL: numbers only) */
+    const char *note;         /* appended to the range where errors say it (NULL: none) */
+    bool dims;                /* a tensor dimension: --load takes it from the files */
+} SetKey;
+
+/* A test renamed: its rows keep their former name's inputs (the seed hashes
+ * it) and logs under the former name compare with the current one. */
+typedef struct {
+    const char *former, *current;
+} Rename;
+
+typedef struct {
+    const char *program;             /* the program's name: messages, the log's first line */
+    const char *const *phase_titles; /* [1..MAX_PHASE]: the phases' headings */
+    const TestList *const *tables;   /* in run order; a phase may have several */
+    int n_tables;
+    size_t case_size;                /* sizeof (struct TestCase) */
+    const SetKey *set_keys;
+    int n_set_keys;
+    const char *set_rows;            /* the rows --set reshapes, as its refusal names them */
+    /* whether --set and --load reshape a row of this case (the tables of
+     * fixed shapes are never reshaped, whatever this says) */
+    bool (*takes_set)(const TestCase *c);
+    /* the rules between keys on a reshaped case: 0, or 2 with why */
+    int (*check_case)(const Test *row, const TestCase *c, char *err, size_t err_size);
+    const Rename *renames;
+    int n_renames;
+} Suite;
 
 /* ---- random inputs (deterministic per seed and test name; rng.c) ------ */
 uint64_t rng_next(Ctx *c);

@@ -126,6 +126,9 @@ void ctx_end(Ctx *c); /* frees everything the test allocated */
 
 /* ---- options (options.c) ------------------------------------------------ */
 #define MAX_PATTERNS 32
+#define MAX_SET_KEYS 32 /* bits of Options.set_fields */
+#define MAX_SEED 0x7fffffffL
+#define MAX_SEED_TEXT "2147483647"
 typedef struct {
     bool list, help, verbose, env;
     int bench_reps; /* --bench: timed runs per label (--reps), 0 without --bench */
@@ -142,8 +145,8 @@ typedef struct {
     const char *dump_dir, *load_dir;   /* --dump DIR, --load DIR */
     double max_mem;                    /* --max-mem: bytes of host, and of device, memory per test (0: the default) */
     double max_seconds;                /* --max-seconds: estimated seconds per test */
-    Shape set;                         /* --set KEY=VALUE overrides ... */
-    unsigned set_fields;               /* ... of these fields (bit per SET_* key) */
+    int set_values[MAX_SET_KEYS];      /* --set KEY=VALUE: the suite's key i's value ... */
+    unsigned set_fields;               /* ... where bit i is set */
 } Options;
 #define DEFAULT_SEED 20261122u
 /* --max-mem's default: 16 GiB, or the device's memory where that is larger (memory_limits) */
@@ -153,31 +156,43 @@ typedef struct {
  * status to use (2). */
 int parse_options(int argc, char **argv, Options *o, char *err, size_t err_size);
 bool test_selected(const Options *o, const Test *t);
-/* The row with the --set overrides applied (Delta-Net rows only: those with
- * a chunk size). 0, or 2 with a message when the shape is impossible. */
-int apply_set(const Options *o, const Test *t, Test *out, char *err, size_t err_size);
-/* The largest D_k --set and --load take: the widest layer kernel's (kdn.h's
- * KdnLimits); a row whose kernels take less skips the shape, saying so
- * (phases/layer_variants.c). */
-int widest_D_k(void);
+/* ---- --set (set.c) ----------------------------------------------------- */
+/* A whole number in [lo, hi] (the options' and the keys' values). */
+bool parse_whole(const char *s, long lo, long hi, long *out);
+/* One --set KEY=VALUE into o: 0, or 2 with a message (an unknown key, a
+ * value out of its key's range). */
+int parse_set(const char *arg, Options *o, char *err, size_t err_size);
+/* The row with the --set values (and --load's dimensions) applied, its case
+ * written to room (the suite's case_size bytes), where the suite reshapes the
+ * row; else *out = *t. 0, or 2 with a message when the shape is impossible. */
+int apply_set(const Options *o, const Test *t, Test *out, TestCase *room, char *err, size_t err_size);
 
 /* ---- registry (registry.c) ---------------------------------------------- */
-/* The tables the program runs (main passes the phases' tables; the list
- * must outlive the run). Before parse_options. */
-void registry_use(const TestList *const *tables, int count);
+/* The suite the program runs (main passes the phases'; it must outlive the
+ * run). Before parse_options. */
+void registry_use(const Suite *suite);
+const Suite *registry_suite(void);
 int registry_count(void);
 const Test *registry_get(int i);
+/* Levenshtein distance (b's first 64 characters), for "did you mean". */
+int edit_distance(const char *a, const char *b);
 /* Up to n names closest to `name` (edit distance), for "did you mean". */
 int registry_suggest(const char *name, const char **out, int n);
 /* The least work of row (with shaped: --set applied); false when its table
  * has no least_work hook. */
 bool registry_least_work(const Test *row, const Test *shaped, Work *w);
-/* Whether --set and --load reshape row: rows without a chunk size (the
- * building blocks) and the tables of fixed shapes keep theirs. */
+/* Whether --set and --load reshape row: the suite's takes_set says so, and
+ * its table is not one of fixed shapes. */
 bool registry_reshapes(const Test *row);
 /* --load: row's shape from the files in dir, by its table's hook (0 where it
  * has none), or -1 with a message. */
-int registry_shape_from_files(const Test *row, const char *dir, Shape *sh, char *err, size_t err_size);
+int registry_shape_from_files(const Test *row, const char *dir, TestCase *sh, char *err, size_t err_size);
+/* A renamed test's or variant's former name (name itself where none is
+ * registered): its inputs' seed hashes it, so a rename changes no input. */
+const char *registry_former_name(const char *name);
+/* The current name of a former one (name itself where none): --compare
+ * keys an old log's rows by today's names. */
+const char *registry_current_name(const char *name);
 
 /* ---- benchmarking (bench.c) -------------------------------------------- */
 #define DEFAULT_REPS 20
@@ -216,7 +231,8 @@ int run_selected(const Options *o, FILE *out, TestResult **results, int *n);
 void test_error(Ctx *c, const char *fmt, ...);
 
 /* ---- reports (report.c, compare_logs.c) ---------------------------------- */
-#define LOG_MAGIC "# test_deltanet log v3"
+/* The log's first line, "# <program> log v3" (report.c). */
+const char *log_magic(void);
 /* The log's columns in order, one line each: X(id, name, kind, judged), kind
  * saying what the column holds and judged how --compare compares it (their
  * values: compare_logs.c). report.c writes a row's values in this order; the

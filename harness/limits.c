@@ -5,7 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 
-#include "../kernels/kdn.h"
+#include "../kernels/backend/runtime.h" /* the device runtime: buffers, sync, timing (kdn_*: the library's prefix) */
 
 #include <stdio.h>
 #include <string.h>

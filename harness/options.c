@@ -3,8 +3,6 @@
 #include "internal.h"
 #include "tensors.h"
 
-#include "../kernels/kdn.h" /* the kernels' limits */
-
 #include <errno.h>
 #include <stddef.h>
 #include <fnmatch.h>
@@ -18,124 +16,7 @@ static int fail_usage(char *err, size_t size, const char *fmt, const char *arg) 
     return 2;
 }
 
-#define MAX_SEED 0x7fffffffL
-#define MAX_SEED_TEXT "2147483647"
-
-static bool parse_int(const char *s, long lo, long hi, long *out) {
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi) return false;
-    *out = v;
-    return true;
-}
-
-/* --set keys: Shape fields with their allowed range, as the error says it;
- * `dims`: a tensor dimension, which --load takes from the files instead.
- * D_k's is the widest layer kernel's and chunk's the chunked kernels' (kdn.h's
- * KdnLimits), read by key_takes and key_limit; a row whose kernels take
- * less skips the shape, saying why. */
-static const struct {
-    const char *key;
-    size_t offset;
-    long lo, hi;
-    const char *limit;
-    bool dims;
-} set_keys[] = {
-    {"T", offsetof(Shape, T), 1, 1 << 20, "1 to 1048576", true},
-    {"n_seqs", offsetof(Shape, n_seqs), 1, 65535, "1 to 65535", true},
-    {"H_k", offsetof(Shape, H_k), 1, 65535, "1 to 65535", true},
-    {"H_v", offsetof(Shape, H_v), 1, 65535, "1 to 65535, a multiple of H_k", true},
-    {"D_k", offsetof(Shape, D_k), 1, 0, NULL, true},
-    {"D_v", offsetof(Shape, D_v), 1, 4096, "1 to 4096", true},
-    {"chunk", offsetof(Shape, chunk), 0, 0, NULL, false},
-    {"head_map", offsetof(Shape, head_map), 0, 1, "tiled or block (or 0, 1)", false},
-};
-enum { N_SET_KEYS = sizeof set_keys / sizeof set_keys[0] };
-
-static int *shape_field(Shape *s, int key) { return (int *)((char *)s + set_keys[key].offset); }
-
-static bool is_key(int key, size_t offset) { return set_keys[key].offset == offset; }
-
-int widest_D_k(void) {
-    int r = kdn_recurrent_limits.max_D_k, c = kdn_two_launch_limits.max_D_k;
-    return r > c ? r : c;
-}
-
-/* 1 when v is in key's range. */
-static bool key_takes(int key, long v) {
-    const KdnLimits *l = &kdn_two_launch_limits;
-    if (is_key(key, offsetof(Shape, D_k))) return v >= 1 && v <= widest_D_k();
-    if (is_key(key, offsetof(Shape, chunk))) return v == l->chunks[0] || v == l->chunks[1];
-    return v >= set_keys[key].lo && v <= set_keys[key].hi;
-}
-
-/* key's range as the errors say it (buf: room for the kernels' numbers). */
-static const char *key_limit(int key, char *buf, size_t size) {
-    const KdnLimits *l = &kdn_two_launch_limits;
-    if (is_key(key, offsetof(Shape, D_k))) snprintf(buf, size, "1 to %d (the kernels' limit)", widest_D_k());
-    else if (is_key(key, offsetof(Shape, chunk))) snprintf(buf, size, "%d or %d", l->chunks[0], l->chunks[1]);
-    else return set_keys[key].limit;
-    return buf;
-}
-
-/* KEY=VALUE; head_map takes tiled/block, seed sets the seed. */
-static int parse_set(const char *arg, Options *o, char *err, size_t size) {
-    const char *eq = strchr(arg, '=');
-    if (!eq) return fail_usage(err, size, "--set '%s': expected KEY=VALUE", arg);
-    size_t klen = (size_t)(eq - arg);
-    const char *val = eq + 1;
-    long v;
-    if (klen == 4 && strncmp(arg, "seed", 4) == 0) {
-        if (!parse_int(val, 0, MAX_SEED, &v))
-            return fail_usage(err, size, "--set '%s': seed is a whole number 0 to " MAX_SEED_TEXT, arg);
-        o->seed = (uint64_t)v;
-        return 0;
-    }
-    for (int i = 0; i < N_SET_KEYS; i++) {
-        if (strlen(set_keys[i].key) != klen || strncmp(arg, set_keys[i].key, klen) != 0) continue;
-        bool head_map = is_key(i, offsetof(Shape, head_map));
-        char limit[64];
-        if (head_map && (strcmp(val, "tiled") == 0 || strcmp(val, "block") == 0))
-            v = strcmp(val, "block") == 0;
-        else if (head_map && !parse_int(val, LONG_MIN, LONG_MAX, &v))
-            return snprintf(err, size, "--set '%s': head_map is tiled or block (or 0, 1), '%s' is neither", arg, val), 2;
-        else if (!head_map && !parse_int(val, LONG_MIN, LONG_MAX, &v))
-            return snprintf(err, size, "--set '%s': %s takes a whole number, '%s' is not one (%s is %s)", arg,
-                            set_keys[i].key, val, set_keys[i].key, key_limit(i, limit, sizeof limit)), 2;
-        else if (!key_takes(i, v))
-            return snprintf(err, size, "--set '%s': %s out of range: %s is %s", arg, set_keys[i].key,
-                            set_keys[i].key, key_limit(i, limit, sizeof limit)), 2;
-        *shape_field(&o->set, i) = (int)v;
-        o->set_fields |= 1u << i;
-        return 0;
-    }
-    return fail_usage(err, size, "--set '%s': unknown key (T, n_seqs, H_k, H_v, D_k, D_v, chunk, head_map, seed)", arg);
-}
-
-int apply_set(const Options *o, const Test *t, Test *out, char *err, size_t size) {
-    *out = *t;
-    if ((!o->set_fields && !o->load_dir) || !registry_reshapes(t)) return 0;
-    for (int i = 0; i < N_SET_KEYS; i++)
-        if (o->set_fields & (1u << i)) *shape_field(&out->shape, i) = *shape_field((Shape *)&o->set, i);
-    /* --load: the tensor dimensions are the files', in --set's ranges */
-    if (o->load_dir && registry_shape_from_files(t, o->load_dir, &out->shape, err, size) != 0) return 2;
-    for (int i = 0; o->load_dir && i < N_SET_KEYS; i++) {
-        long v = *shape_field(&out->shape, i);
-        char limit[64];
-        if (set_keys[i].dims && !key_takes(i, v))
-            return snprintf(err, size, "--load: the files give %s = %ld, out of range: %s is %s", set_keys[i].key, v,
-                            set_keys[i].key, key_limit(i, limit, sizeof limit)), 2;
-    }
-    if (out->shape.H_k > 0 && out->shape.H_v % out->shape.H_k != 0) { /* phase 4-5 rows have no heads */
-        snprintf(err, size, "--set: test %s would have H_v = %d, not a multiple of H_k = %d", t->name, out->shape.H_v,
-                 out->shape.H_k);
-        return 2;
-    }
-    return 0;
-}
-
-/* --load feeds the Delta-Net layer tests: phase 8 only. */
+/* --load feeds the last phase's tests only. */
 static int restrict_to_phase8(Options *o, char *err, size_t size) {
     for (int p = 1; p < MAX_PHASE; p++)
         if (o->phase_selected[p]) return fail_usage(err, size, "--load runs phase-8 tests only (%s)", "--phase 8");
@@ -179,7 +60,7 @@ static int parse_phases(const char *arg, Options *o, char *err, size_t size) {
             memcpy(item, p, len), item[len] = 0;
             char *dash = strchr(item, '-');
             if (dash) *dash = 0;
-            ok = parse_int(item, 1, MAX_PHASE, &a) && parse_int(dash ? dash + 1 : item, 1, MAX_PHASE, &b) && a <= b;
+            ok = parse_whole(item, 1, MAX_PHASE, &a) && parse_whole(dash ? dash + 1 : item, 1, MAX_PHASE, &b) && a <= b;
         }
         if (!ok)
             return fail_usage(err, size, "invalid phase '%s': phases are 1 to 8 (e.g. --phase 3, --phase 1,4, --phase 2-5)", arg);
@@ -240,6 +121,12 @@ static int bad_option(const char *arg, int short_opt, char *err, size_t size) {
             snprintf(names + used, sizeof names - used, "%s--%s", n++ ? ", " : "", p->name);
         }
     if (n > 1) return snprintf(err, size, "ambiguous option '%s': it could be %s", arg, names), 2;
+    const char *near = NULL;
+    char typed[64];
+    snprintf(typed, sizeof typed, "%.*s", (int)len, arg + 2);
+    for (const struct option *p = longopts; len && p->name; p++)
+        if (edit_distance(typed, p->name) <= (int)strlen(p->name) / 3 + 1) near = near ? near : p->name;
+    if (near) return snprintf(err, size, "unknown option '%s'; did you mean --%s? (--help lists the options)", arg, near), 2;
     return fail_usage(err, size, "unknown option '%s' (--help lists the options)", arg);
 }
 
@@ -304,7 +191,7 @@ static int take_option(int ch, char **argv, Options *o, int *reps, bool *bench, 
     case 'e': o->env = true; break;
     case 'b': *bench = true; break;
     case 'r':
-        if (!parse_int(optarg, 1, 100000, &v)) return fail_usage(err, size, "invalid --reps '%s': 1 to 100000", optarg);
+        if (!parse_whole(optarg, 1, 100000, &v)) return fail_usage(err, size, "invalid --reps '%s': 1 to 100000", optarg);
         *reps = (int)v;
         break;
     case 'p': return parse_phases(optarg, o, err, size);
@@ -313,7 +200,7 @@ static int take_option(int ch, char **argv, Options *o, int *reps, bool *bench, 
         o->patterns[o->n_patterns++] = optarg;
         return check_pattern(optarg, err, size);
     case 's':
-        if (!parse_int(optarg, 0, MAX_SEED, &v))
+        if (!parse_whole(optarg, 0, MAX_SEED, &v))
             return fail_usage(err, size, "invalid seed '%s': a whole number 0 to " MAX_SEED_TEXT, optarg);
         o->seed = (uint64_t)v;
         break;
@@ -373,17 +260,21 @@ int parse_options(int argc, char **argv, Options *o, char *err, size_t size) {
     if (o->compare_old || o->env) return 0;
     if (o->load_dir && restrict_to_phase8(o, err, size)) return 2;
     if (check_selection(o, err, size)) return 2;
-    bool shaped = false; /* --set reaches the Delta-Net rows only (registry_reshapes) */
+    bool shaped = false; /* --set reaches the rows the suite reshapes only (registry_reshapes) */
     for (int i = 0; i < registry_count() && o->set_fields && !shaped; i++)
         shaped = test_selected(o, registry_get(i)) && registry_reshapes(registry_get(i));
     if (o->set_fields && !shaped)
-        return fail_usage(err, size, "--set has no effect: no selected test has a Delta-Net shape (%s)", "phases 4-8");
+        return fail_usage(err, size, "--set has no effect: no selected test has %s", registry_suite()->set_rows);
     /* an impossible shape is a usage error before anything runs */
-    for (int i = 0; i < registry_count(); i++) {
+    TestCase *room = malloc(registry_suite()->case_size);
+    if (!room) return fail_usage(err, size, "out of memory%s", "");
+    int rc = 0;
+    for (int i = 0; i < registry_count() && !rc; i++) {
         Test t;
-        if (test_selected(o, registry_get(i)) && apply_set(o, registry_get(i), &t, err, size)) return 2;
+        if (test_selected(o, registry_get(i))) rc = apply_set(o, registry_get(i), &t, room, err, size);
     }
-    return 0;
+    free(room);
+    return rc;
 }
 
 bool test_selected(const Options *o, const Test *t) {

@@ -1,16 +1,21 @@
-/* The table of all tests: the tables the program passes in (registry_use),
- * in ladder order; a phase may have more than one table. */
+/* The suite the program passes in (registry_use): its tables of tests in
+ * run order (a phase may have more than one table), its --set keys and its
+ * renames. */
 #include "internal.h"
 
 #include <string.h>
 
+static const Suite *suite;
 static const TestList *const *tables;
 static int n_tables;
 
-void registry_use(const TestList *const *list, int count) {
-    tables = list;
-    n_tables = count;
+void registry_use(const Suite *s) {
+    suite = s;
+    tables = s->tables;
+    n_tables = s->n_tables;
 }
+
+const Suite *registry_suite(void) { return suite; }
 
 int registry_count(void) {
     int n = 0;
@@ -26,7 +31,7 @@ const Test *registry_get(int i) {
     return NULL;
 }
 
-static int edit_distance(const char *a, const char *b) {
+int edit_distance(const char *a, const char *b) {
     int lb = (int)strlen(b), row[64 + 1];
     if (lb > 64) lb = 64;
     for (int j = 0; j <= lb; j++) row[j] = j;
@@ -81,12 +86,25 @@ bool registry_least_work(const Test *row, const Test *shaped, Work *w) {
     return true;
 }
 
-int registry_shape_from_files(const Test *row, const char *dir, Shape *sh, char *err, size_t size) {
+int registry_shape_from_files(const Test *row, const char *dir, TestCase *sh, char *err, size_t size) {
     const TestList *table = table_of(row);
     return table && table->shape_from_files ? table->shape_from_files(dir, row->name, sh, err, size) : 0;
 }
 
 bool registry_reshapes(const Test *row) {
     const TestList *table = table_of(row);
-    return row->shape.chunk != 0 && !(table && table->fixed_shapes);
+    return suite->takes_set && suite->takes_set(row->shape) && !(table && table->fixed_shapes);
+}
+
+/* The suite's renames, looked up by either name (a handful: a linear scan). */
+const char *registry_former_name(const char *name) {
+    for (int i = 0; suite && i < suite->n_renames; i++)
+        if (strcmp(suite->renames[i].current, name) == 0) return suite->renames[i].former;
+    return name;
+}
+
+const char *registry_current_name(const char *name) {
+    for (int i = 0; suite && i < suite->n_renames; i++)
+        if (strcmp(suite->renames[i].former, name) == 0) return suite->renames[i].current;
+    return name;
 }

@@ -3,7 +3,7 @@
 #include "internal.h"
 #include "end_signals.h"
 
-#include "../kernels/kdn.h"
+#include "../kernels/backend/runtime.h" /* the device runtime: buffers, sync, timing (kdn_*: the library's prefix) */
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,10 +29,16 @@ const char *result_status(const TestResult *r) { return r->skipped ? "SKIP" : r-
 
 /* The commit the binary was built from, "-dirty" if its tracked files
  * differed (the Makefile bakes it in): not the directory it runs in. */
-#ifndef KDN_PROVENANCE
-#define KDN_PROVENANCE "unknown"
+#ifndef BUILD_PROVENANCE
+#define BUILD_PROVENANCE "unknown"
 #endif
-const char *build_commit(void) { return KDN_PROVENANCE; }
+const char *build_commit(void) { return BUILD_PROVENANCE; }
+
+const char *log_magic(void) {
+    static char magic[96];
+    snprintf(magic, sizeof magic, "# %s log v3", registry_suite()->program);
+    return magic;
+}
 
 /* The host compiler by name and version (gcc's __VERSION__ is the number alone). */
 static const char *host_compiler(void) {
@@ -65,7 +71,7 @@ static void format_log(FILE *f, const Options *o, const TestResult *r, int n, in
     char date[32];
     utc_now(date, sizeof date, "%Y-%m-%dT%H:%M:%SZ");
     fprintf(f, "%s\n# backend\t%s\n# target\t%s\n# host compiler\t%s\n# commit\t%s\n# device\t%s\n# seed\t%llu\n# date\t%s\n",
-            LOG_MAGIC, kdn_backend(), kdn_target(), host_compiler(), build_commit(), kdn_device_name(),
+            log_magic(), kdn_backend(), kdn_target(), host_compiler(), build_commit(), kdn_device_name(),
             (unsigned long long)o->seed, date);
     fprintf(f, "%s\n", LOG_COLUMNS);
     int rows = 0;
@@ -138,7 +144,7 @@ static void format_junit(FILE *f, const Options *o, const TestResult *r, int n, 
     (void)o;
     int failures = 0, errors = n < total;
     for (int i = 0; i < n; i++) failures += is_failure(&r[i]), errors += !r[i].passed && !is_failure(&r[i]);
-    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"test_deltanet\" tests=\"%d\" failures=\"%d\" errors=\"%d\">\n",
+    fprintf(f, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"%s\" tests=\"%d\" failures=\"%d\" errors=\"%d\">\n", registry_suite()->program,
             n + (n < total), failures, errors);
     for (int i = 0; i < n;) {
         int phase = r[i].test->phase, end = i, fails = 0, errs = 0;
@@ -203,7 +209,7 @@ static int write_staged(Output *out, const TestResult *r, int n) {
     int fd = open(out->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     FILE *f = fd < 0 ? NULL : fdopen(fd, "w");
     if (!f) {
-        fprintf(stderr, "test_deltanet: cannot write the %s '%s': %s\n", out->what, out->path, strerror(errno));
+        fprintf(stderr, "%s: cannot write the %s '%s': %s\n", registry_suite()->program, out->what, out->path, strerror(errno));
         if (fd >= 0) close(fd);
         return -1;
     }
@@ -212,7 +218,7 @@ static int write_staged(Output *out, const TestResult *r, int n) {
     if (fclose(f) != 0 && !bad) bad = errno;
     if (!bad && rename(out->tmp, out->path) != 0) bad = errno;
     if (bad) {
-        fprintf(stderr, "test_deltanet: cannot write the %s '%s': %s\n", out->what, out->path, strerror(bad));
+        fprintf(stderr, "%s: cannot write the %s '%s': %s\n", registry_suite()->program, out->what, out->path, strerror(bad));
         unlink(out->tmp);
         return -1;
     }
@@ -231,7 +237,8 @@ static void on_signal(int sig) {
     for (int i = 0; i < N_OUTPUTS; i++) {
         if (!outputs[i].on) continue;
         if (snapshot_ready) {
-            put("test_deltanet: ");
+            put(registry_suite()->program);
+            put(": ");
             put(name);
             put(": the results so far, marked incomplete, are in ");
             put(outputs[i].path);
@@ -334,7 +341,7 @@ int reports_close(const TestResult *r, int n) {
         unlink(out->tmp);
         if (rc == 0 && out->path[0] && out->format == format_log && run_options->log_path &&
             strcmp(out->path, run_options->log_path) != 0)
-            fprintf(stderr, "test_deltanet: log written to %s\n", out->path);
+            fprintf(stderr, "%s: log written to %s\n", registry_suite()->program, out->path);
         out->on = false;
     }
     snapshot_ready = 0;

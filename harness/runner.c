@@ -2,17 +2,12 @@
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 
-#include "../kernels/kdn.h"
+#include "../kernels/backend/runtime.h" /* the device runtime: buffers, sync, timing (kdn_*: the library's prefix) */
 
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static const char *const phase_titles[MAX_PHASE + 1] = {
-    "", "element-wise", "triangular", "GEMM", "decay mask",
-    "attention matrix", "intra-chunk", "state interaction", "full multi-chunk Delta-Net",
-};
 
 /* Lines of text, each indented under the test's line. */
 static void print_indented(FILE *out, const char *s) {
@@ -99,7 +94,12 @@ static bool refuse_for_time(const Test *row, const Options *o, FILE *out, TestRe
 bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     Test shaped;
     char err[256];
-    apply_set(o, row, &shaped, err, sizeof err); /* validated when parsed */
+    TestCase *room = malloc(registry_suite()->case_size);
+    if (!room) {
+        fprintf(stderr, "%s: out of memory\n", registry_suite()->program);
+        exit(2);
+    }
+    apply_set(o, row, &shaped, room, err, sizeof err); /* validated when parsed */
     const Test *t = &shaped;
     static Ctx ctx; /* static: its contents must survive the longjmp of an abandoned test */
     Ctx *c = &ctx;
@@ -107,8 +107,10 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     double start = now_seconds();
     Work work;
     memset(r, 0, sizeof *r);
-    if (registry_least_work(row, t, &work) && time_refusal(&work, o->max_seconds, r->shape, sizeof r->shape))
+    if (registry_least_work(row, t, &work) && time_refusal(&work, o->max_seconds, r->shape, sizeof r->shape)) {
+        free(room);
         return refuse_for_time(row, o, out, r);
+    }
     const long stopped = kdn_launches_out_of_time();
     kdn_set_launch_time_limit(o->max_seconds); /* the estimate is a floor: the run is held to the limit too */
     ctx_begin(c, t, o->seed, o->verbose, o->bench_reps, o->max_mem);
@@ -125,6 +127,7 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     if (!c->failed && !c->compared && !c->skipped) test_fail(c, "test compared nothing");
     c->skipped &= !c->failed;
     ctx_end(c);
+    free(room);
     r->test = row;
     r->host_peak = c->host_peak;
     r->dev_peak = c->dev_peak;
@@ -160,7 +163,7 @@ int run_selected(const Options *o, FILE *out, TestResult **results, int *n) {
     *results = calloc((size_t)registry_count() + 1, sizeof **results);
     *n = 0;
     if (!*results) {
-        fprintf(stderr, "test_deltanet: out of memory\n");
+        fprintf(stderr, "%s: out of memory\n", registry_suite()->program);
         exit(2);
     }
     if (o->bench_reps) bench_print_method(out, o->bench_reps);
@@ -172,7 +175,7 @@ int run_selected(const Options *o, FILE *out, TestResult **results, int *n) {
         const Test *t = registry_get(i);
         if (!test_selected(o, t)) continue;
         if (t->phase != last_phase) {
-            fprintf(out, "== phase %d: %s ==\n", t->phase, phase_titles[t->phase]);
+            fprintf(out, "== phase %d: %s ==\n", t->phase, registry_suite()->phase_titles[t->phase]);
             last_phase = t->phase;
         }
         fflush(out);

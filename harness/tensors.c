@@ -275,11 +275,11 @@ int npy_read_floats(const char *path, const NpyHeader *h, float *dst, char *err,
 /* ---- the run's directories ------------------------------------------------ */
 static const char *dump_dir, *load_dir;
 
-/* One run per --dump directory: a write lock on DIR/.test_deltanet.lock,
+/* One run per --dump directory: a write lock on DIR/.<program>.lock,
  * held until the process ends (the system drops it even on SIGKILL). */
 static int lock_dump_dir(const char *dir, char *err, size_t size) {
     char path[4096];
-    if ((size_t)snprintf(path, sizeof path, "%s/.test_deltanet.lock", dir) >= sizeof path)
+    if ((size_t)snprintf(path, sizeof path, "%s/.%s.lock", dir, registry_suite()->program) >= sizeof path)
         return tensor_error(err, size, "--dump: the path '%.60s...' is too long", dir);
     int fd = open(path, O_RDWR | O_CREAT, 0644);
     if (fd < 0) return tensor_error(err, size, "--dump: cannot write in %s: %s", dir, strerror(errno));

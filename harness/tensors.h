@@ -1,7 +1,7 @@
 /* Tensors in and out (--dump DIR, --load DIR) as .npy files (docs/bench.md,
  * "Tensors in and out"). A numpy shape is the ggml shape reversed: ggml
- * ne [D_k, H_k, T, n_seqs] is numpy (n_seqs, T, H_k, D_k). Which tensors a
- * test reads and their shapes are its phase's (phases/deltanet_files.h). */
+ * ne [a, b, c, d] is numpy (d, c, b, a). Which tensors a test reads and
+ * their shapes are its phase's. */
 #ifndef HARNESS_TENSORS_H
 #define HARNESS_TENSORS_H
 

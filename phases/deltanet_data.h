@@ -2,7 +2,7 @@
 #ifndef DELTANET_DATA_H
 #define DELTANET_DATA_H
 
-#include "../harness/harness.h"
+#include "shape.h"
 #include "../kernels/kdn.h"
 #include "../reference/deltanet.h"
 

@@ -5,7 +5,7 @@
 #ifndef DELTANET_FILES_H
 #define DELTANET_FILES_H
 
-#include "../harness/harness.h"
+#include "shape.h"
 
 #include <stddef.h>
 

@@ -1,10 +1,71 @@
-/* The ladder's test tables in order, for the programs that run them
- * (programs/test_deltanet.c passes them to the runner). */
+/* The ladder as the harness runs it: its test tables in order, the --set
+ * keys of its case (Shape) with the kernels' limits, its phases' titles and
+ * its renamed tests (programs/test_deltanet.c registers it). */
 #include "phases.h"
 
-const TestList *const ladder_tables[] = {
+#include "../kernels/kdn.h" /* the kernels' limits */
+
+#include <stddef.h>
+#include <stdio.h>
+
+static const TestList *const tables[] = {
     &phase1_tests, &phase2_tests, &phase3_tests, &phase4_tests,
     &phase5_tests, &phase6_tests, &phase7_tests, &phase8_tests, &phase8_gdn_tests, &phase8_golden_tests,
     &phase8_paths_tests, &phase8_numerics_tests,
 };
-const int ladder_table_count = sizeof ladder_tables / sizeof ladder_tables[0];
+
+static const char *const titles[MAX_PHASE + 1] = {
+    "", "element-wise", "triangular", "GEMM", "decay mask",
+    "attention matrix", "intra-chunk", "state interaction", "full multi-chunk Delta-Net",
+};
+
+static const char *const head_maps[] = {"tiled", "block", NULL};
+
+int widest_D_k(void) {
+    int r = kdn_recurrent_limits.max_D_k, c = kdn_two_launch_limits.max_D_k;
+    return r > c ? r : c;
+}
+
+/* D_k's bound is the widest layer kernel's and chunk's the chunked kernels'
+ * (kdn.h's KdnLimits); a row whose kernels take less skips the shape,
+ * saying why (phases/layer_variants.c). Filled by ladder_suite. */
+enum { KEY_D_K = 4, KEY_CHUNK = 6 };
+static SetKey keys[] = {
+    {"T", offsetof(Shape, T), 1, 1 << 20, false, NULL, NULL, true},
+    {"n_seqs", offsetof(Shape, n_seqs), 1, 65535, false, NULL, NULL, true},
+    {"H_k", offsetof(Shape, H_k), 1, 65535, false, NULL, NULL, true},
+    {"H_v", offsetof(Shape, H_v), 1, 65535, false, NULL, ", a multiple of H_k", true},
+    [KEY_D_K] = {"D_k", offsetof(Shape, D_k), 1, 0, false, NULL, " (the kernels' limit)", true},
+    {"D_v", offsetof(Shape, D_v), 1, 4096, false, NULL, NULL, true},
+    [KEY_CHUNK] = {"chunk", offsetof(Shape, chunk), 0, 0, true, NULL, NULL, false},
+    {"head_map", offsetof(Shape, head_map), 0, 1, false, head_maps, NULL, false},
+};
+
+/* --set reaches the Delta-Net rows: those with a chunk size. */
+static bool takes_set(const TestCase *c) { return c->chunk != 0; }
+
+static int check_case(const Test *row, const TestCase *c, char *err, size_t size) {
+    if (c->H_k > 0 && c->H_v % c->H_k != 0) /* phase 4-5 rows have no heads */
+        return snprintf(err, size, "--set: test %s would have H_v = %d, not a multiple of H_k = %d", row->name, c->H_v,
+                        c->H_k), 2;
+    return 0;
+}
+
+const Suite *ladder_suite(void) {
+    static Suite suite = {
+        .program = "test_deltanet",
+        .phase_titles = titles,
+        .tables = tables,
+        .n_tables = sizeof tables / sizeof tables[0],
+        .case_size = sizeof(Shape),
+        .set_keys = keys,
+        .n_set_keys = sizeof keys / sizeof keys[0],
+        .set_rows = "a Delta-Net shape (phases 4-8)",
+        .takes_set = takes_set,
+        .check_case = check_case,
+    };
+    keys[KEY_D_K].hi = widest_D_k();
+    keys[KEY_CHUNK].lo = kdn_two_launch_limits.chunks[0];
+    keys[KEY_CHUNK].hi = kdn_two_launch_limits.chunks[1];
+    return &suite;
+}

@@ -6,7 +6,7 @@
 #ifndef LAYER_VARIANTS_H
 #define LAYER_VARIANTS_H
 
-#include "../harness/harness.h"
+#include "shape.h"
 #include "../kernels/kdn.h"
 #include "deltanet_data.h"
 

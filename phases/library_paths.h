@@ -4,7 +4,7 @@
 #ifndef LIBRARY_PATHS_H
 #define LIBRARY_PATHS_H
 
-#include "../harness/harness.h"
+#include "shape.h"
 #include "../kernels/kdn.h"
 #include "deltanet_data.h"
 

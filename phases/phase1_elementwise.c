@@ -12,7 +12,7 @@ typedef void (*BinaryKernel)(const float *, const float *, float *, int);
 
 /* Runs y = op(x) for inputs uniform in [lo, hi). */
 static void unary(const Test *t, Ctx *c, UnaryKernel k, void (*ref)(const float *, double *, size_t), double lo, double hi) {
-    int n = t->shape.len;
+    int n = t->shape->len;
     float *x = host_f(c, n);
     double *want = host_d(c, n);
     fill_uniform(c, x, n, lo, hi);
@@ -28,7 +28,7 @@ static void ref_neg(const float *x, double *y, size_t n) {
 }
 
 static void binary(const Test *t, Ctx *c, BinaryKernel k, double (*op)(double, double)) {
-    int n = t->shape.len;
+    int n = t->shape->len;
     float *a = host_f(c, n), *b = host_f(c, n);
     double *want = host_d(c, n);
     fill_uniform(c, a, n, -4.0, 4.0);
@@ -52,7 +52,7 @@ static void t_sub(const Test *t, Ctx *c) { binary(t, c, kdn_sub, op_sub); }
 static void t_mul(const Test *t, Ctx *c) { binary(t, c, kdn_mul, op_mul); }
 
 static void t_scale(const Test *t, Ctx *c) {
-    int n = t->shape.len;
+    int n = t->shape->len;
     const float s = -0.3125f;
     float *x = host_f(c, n);
     double *want = host_d(c, n);
@@ -66,7 +66,7 @@ static void t_scale(const Test *t, Ctx *c) {
 
 /* Rows scaled by one factor each, as beta scales the keys of a chunk. */
 static void t_broadcast_mul(const Test *t, Ctx *c) {
-    int rows = t->shape.rows, cols = t->shape.cols;
+    int rows = t->shape->rows, cols = t->shape->cols;
     float *a = host_f(c, (size_t)rows * cols), *v = host_f(c, rows);
     double *want = host_d(c, (size_t)rows * cols);
     fill_uniform(c, a, (size_t)rows * cols, -2.0, 2.0);
@@ -81,7 +81,7 @@ static void t_broadcast_mul(const Test *t, Ctx *c) {
 
 /* Log-decays g <= 0 of `count` chunks of n tokens, scanned per chunk. */
 static void cumsum(const Test *t, Ctx *c, void (*k)(const float *, float *, int, int)) {
-    int n = t->shape.len, count = t->shape.count;
+    int n = t->shape->len, count = t->shape->count;
     float *x = host_f(c, (size_t)n * count);
     double *want = host_d(c, (size_t)n * count);
     fill_uniform(c, x, (size_t)n * count, -1.0, 0.0);
@@ -139,7 +139,7 @@ static int fill_decay_inputs(Ctx *c, float *g, int n) {
 }
 
 static void t_decay(const Test *t, Ctx *c) {
-    const int n = t->shape.len;
+    const int n = t->shape->len;
     if (n < DECAY_EDGES + 2) {
         test_skip(c, "decay_factor needs len >= %d", DECAY_EDGES + 2);
         return;
@@ -183,18 +183,18 @@ static void t_decay(const Test *t, Ctx *c) {
 }
 
 static const Test tests[] = {
-    {1, "sigmoid", "unfused", TOL_TRANSC, {.len = 1024}, t_sigmoid},
-    {1, "exp", "unfused", TOL_TRANSC, {.len = 1024}, t_exp},
+    {1, "sigmoid", "unfused", TOL_TRANSC, CASE(.len = 1024), t_sigmoid},
+    {1, "exp", "unfused", TOL_TRANSC, CASE(.len = 1024), t_exp},
     /* rtol: 0.55 ulp of a factor near 1, relative; the ulp checks decide */
-    {1, "decay_factor", "all", {0.0, 0.55 * 0x1p-23, 0.0}, {.len = 1 << 17}, t_decay},
-    {1, "mul", "unfused", TOL_ARITH, {.len = 1024}, t_mul},
-    {1, "cumsum", "unfused", TOL_ACCUM(64, 64), {.len = 64, .count = 1}, t_cumsum},
-    {1, "cumsum_wave_scan", "unfused", TOL_ACCUM(160, 160), {.len = 160, .count = 4}, t_cumsum_wave},
-    {1, "add", "unfused", TOL_ARITH, {.len = 1024}, t_add},
-    {1, "sub", "unfused", TOL_ARITH, {.len = 1024}, t_sub},
-    {1, "neg", "unfused", TOL_EXACT, {.len = 1024}, t_neg},
-    {1, "scale", "unfused", TOL_ARITH, {.len = 1024}, t_scale},
-    {1, "broadcast_mul", "unfused", TOL_ARITH, {.rows = 64, .cols = 128}, t_broadcast_mul},
+    {1, "decay_factor", "all", {0.0, 0.55 * 0x1p-23, 0.0}, CASE(.len = 1 << 17), t_decay},
+    {1, "mul", "unfused", TOL_ARITH, CASE(.len = 1024), t_mul},
+    {1, "cumsum", "unfused", TOL_ACCUM(64, 64), CASE(.len = 64, .count = 1), t_cumsum},
+    {1, "cumsum_wave_scan", "unfused", TOL_ACCUM(160, 160), CASE(.len = 160, .count = 4), t_cumsum_wave},
+    {1, "add", "unfused", TOL_ARITH, CASE(.len = 1024), t_add},
+    {1, "sub", "unfused", TOL_ARITH, CASE(.len = 1024), t_sub},
+    {1, "neg", "unfused", TOL_EXACT, CASE(.len = 1024), t_neg},
+    {1, "scale", "unfused", TOL_ARITH, CASE(.len = 1024), t_scale},
+    {1, "broadcast_mul", "unfused", TOL_ARITH, CASE(.rows = 64, .cols = 128), t_broadcast_mul},
 };
 
 const TestList phase1_tests = {tests, sizeof tests / sizeof tests[0], NULL, false, NULL}; /* fixed shapes: no time estimate */

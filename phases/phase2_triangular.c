@@ -5,7 +5,7 @@
 #include "../reference/linalg.h"
 
 static void t_tril(const Test *t, Ctx *c) {
-    int n = t->shape.order;
+    int n = t->shape->order;
     float *x = host_f(c, (size_t)n * n);
     double *want = host_d(c, (size_t)n * n);
     fill_uniform(c, x, (size_t)n * n, -1.0, 1.0);
@@ -17,7 +17,7 @@ static void t_tril(const Test *t, Ctx *c) {
 }
 
 static void generated(const Test *t, Ctx *c, void (*k)(float *, int), void (*ref)(double *, int)) {
-    int n = t->shape.order;
+    int n = t->shape->order;
     double *want = host_d(c, (size_t)n * n);
     ref(want, n);
     float *dy = dev_out(c, "y", (size_t)n * n);
@@ -33,7 +33,7 @@ static void t_eye(const Test *t, Ctx *c) { generated(t, c, kdn_eye, ref_eye); }
  * < 1, scaled by 1/n so that (I - A)^-1 stays well conditioned, as the
  * solve of a chunk is in practice. */
 static void solve(const Test *t, Ctx *c, void (*kernel)(const float *, const float *, float *, int, int)) {
-    int n = t->shape.order, k = t->shape.rhs;
+    int n = t->shape->order, k = t->shape->rhs;
     float *A = host_f(c, (size_t)n * n), *B = host_f(c, (size_t)n * k);
     double *Ad = host_d(c, (size_t)n * n), *Bd = host_d(c, (size_t)n * k), *want = host_d(c, (size_t)n * k);
     fill_uniform(c, A, (size_t)n * n, -4.0 / n, 4.0 / n);
@@ -54,7 +54,7 @@ static void t_solve(const Test *t, Ctx *c) { solve(t, c, kdn_solve_tri_sequentia
 static void t_solve_parallel(const Test *t, Ctx *c) { solve(t, c, kdn_solve_tri_parallel); }
 
 static void t_transpose(const Test *t, Ctx *c) {
-    int rows = t->shape.rows, cols = t->shape.cols;
+    int rows = t->shape->rows, cols = t->shape->cols;
     size_t n = (size_t)rows * cols;
     float *x = host_f(c, n);
     double *xd = host_d(c, n), *want = host_d(c, n);
@@ -71,13 +71,13 @@ static void t_transpose(const Test *t, Ctx *c) {
  * and the growth of X through the recursion is at most (1+4/n)^n < e^4 ~ 55;
  * docs/tolerances.md turns this into the bound below. */
 static const Test tests[] = {
-    {2, "tril", "unfused", TOL_EXACT, {.order = 64}, t_tril},
-    {2, "causal_mask", "unfused", TOL_EXACT, {.order = 64}, t_causal_mask},
-    {2, "eye", "unfused", TOL_EXACT, {.order = 64}, t_eye},
-    {2, "solve_tri_small", "unfused", TOL_ACCUM(16, 55), {.order = 16, .rhs = 16}, t_solve},
-    {2, "solve_tri_64", "unfused", TOL_ACCUM(64, 55), {.order = 64, .rhs = 64}, t_solve},
-    {2, "solve_tri_parallel", "unfused", TOL_ACCUM(64, 55), {.order = 64, .rhs = 64}, t_solve_parallel},
-    {2, "transpose", "unfused", TOL_EXACT, {.rows = 64, .cols = 128}, t_transpose},
+    {2, "tril", "unfused", TOL_EXACT, CASE(.order = 64), t_tril},
+    {2, "causal_mask", "unfused", TOL_EXACT, CASE(.order = 64), t_causal_mask},
+    {2, "eye", "unfused", TOL_EXACT, CASE(.order = 64), t_eye},
+    {2, "solve_tri_small", "unfused", TOL_ACCUM(16, 55), CASE(.order = 16, .rhs = 16), t_solve},
+    {2, "solve_tri_64", "unfused", TOL_ACCUM(64, 55), CASE(.order = 64, .rhs = 64), t_solve},
+    {2, "solve_tri_parallel", "unfused", TOL_ACCUM(64, 55), CASE(.order = 64, .rhs = 64), t_solve_parallel},
+    {2, "transpose", "unfused", TOL_EXACT, CASE(.rows = 64, .cols = 128), t_transpose},
 };
 
 const TestList phase2_tests = {tests, sizeof tests / sizeof tests[0], NULL, false, NULL}; /* fixed shapes: no time estimate */

@@ -9,8 +9,8 @@
 /* `count` heads of one chunk each; gamma is computed in double on the host
  * and rounded once, so the test sees the mask kernel alone. */
 static void t_decay_mask(const Test *t, Ctx *c) {
-    Shape sh = dn_chunk_shape(&t->shape);
-    int n = sh.chunk, count = t->shape.count;
+    Shape sh = dn_chunk_shape(t->shape);
+    int n = sh.chunk, count = t->shape->count;
     sh.H_k = sh.H_v = count;
     DnData d;
     dn_generate(c, &sh, &d);
@@ -30,8 +30,8 @@ static void t_decay_mask(const Test *t, Ctx *c) {
 }
 
 static const Test tests[] = {
-    {4, "decay_mask_small", "unfused", TOL_TRANSC, {.chunk = 16, .count = 1, .D_k = 16, .D_v = 16}, t_decay_mask},
-    {4, "decay_mask_64", "unfused", TOL_TRANSC, {.chunk = 64, .count = 8, .D_k = 16, .D_v = 16}, t_decay_mask},
+    {4, "decay_mask_small", "unfused", TOL_TRANSC, CASE(.chunk = 16, .count = 1, .D_k = 16, .D_v = 16), t_decay_mask},
+    {4, "decay_mask_64", "unfused", TOL_TRANSC, CASE(.chunk = 64, .count = 8, .D_k = 16, .D_v = 16), t_decay_mask},
 };
 
 const TestList phase4_tests = {tests, sizeof tests / sizeof tests[0], NULL, false, NULL}; /* one chunk whatever the shape: no time estimate */

@@ -24,7 +24,7 @@ typedef struct {
 /* One realistic chunk, its reference intermediates and the device scratch
  * with k, v, g and beta uploaded. */
 static void chunk_case(const Test *t, Ctx *c, ChunkCase *cc) {
-    cc->sh = dn_chunk_shape(&t->shape);
+    cc->sh = dn_chunk_shape(t->shape);
     cc->n = cc->sh.chunk;
     cc->dk = cc->sh.D_k;
     cc->dv = cc->sh.D_v;
@@ -149,17 +149,17 @@ static void check_two_launch_intra(const Test *t, Ctx *c, const Shape *shape) {
 
 /* The row's shape with each grouped-head mapping in turn. */
 static void t_two_launch_intra_maps(const Test *t, Ctx *c) {
-    Shape sh = t->shape;
+    Shape sh = *t->shape;
     for (int map = HEAD_MAP_TILED; map <= HEAD_MAP_BLOCK && !test_failed(c); map++) {
         sh.head_map = map;
         check_two_launch_intra(t, c, &sh);
     }
-    sh = dn_backend_shape(&t->shape);
+    sh = dn_backend_shape(t->shape);
     sh.head_map = HEAD_MAP_BOTH;
     dn_describe(c, &sh);
 }
 
-static void t_two_launch_intra(const Test *t, Ctx *c) { check_two_launch_intra(t, c, &t->shape); }
+static void t_two_launch_intra(const Test *t, Ctx *c) { check_two_launch_intra(t, c, t->shape); }
 
 /* Gathers chunk ch of (seq, h) from the device tensors into the unfused
  * pipeline's contiguous scratch, as its run_chunk does. Returns n. */
@@ -193,7 +193,7 @@ static void take_unfused(Ctx *c, const ChunkWork *w, int n, float *buf, RefChunk
  * inputs: two float computations of the same quantities. */
 static void t_intra_fused_vs_unfused(const Test *t, Ctx *c) {
     IntraRun r;
-    intra_run(c, &t->shape, false, &r);
+    intra_run(c, t->shape, false, &r);
     const KdnShape *s = &r.d.ks;
     int C = r.C;
     ChunkWork w;
@@ -218,24 +218,24 @@ static void t_intra_fused_vs_unfused(const Test *t, Ctx *c) {
 }
 
 static const Test tests[] = {
-    {6, "attn_pre_computation", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_attn_pre},
-    {6, "solve_causal_identity", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_solve_causal_identity},
-    {6, "intra_chunk_small", "unfused", TOL_CHUNK, {.chunk = 16, .D_k = 16, .D_v = 16}, t_intra_chunk},
-    {6, "intra_chunk", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_intra_chunk},
+    {6, "attn_pre_computation", "unfused", TOL_CHUNK, CASE(.chunk = 64, .D_k = 128, .D_v = 128), t_attn_pre},
+    {6, "solve_causal_identity", "unfused", TOL_CHUNK, CASE(.chunk = 64, .D_k = 128, .D_v = 128), t_solve_causal_identity},
+    {6, "intra_chunk_small", "unfused", TOL_CHUNK, CASE(.chunk = 16, .D_k = 16, .D_v = 16), t_intra_chunk},
+    {6, "intra_chunk", "unfused", TOL_CHUNK, CASE(.chunk = 64, .D_k = 128, .D_v = 128), t_intra_chunk},
     {6, "two_launch_intra", "two_launch", TOL_CHUNK,
-     {.T = 101, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 80, .chunk = 64}, t_two_launch_intra_maps},
+     CASE(.T = 101, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 80, .chunk = 64), t_two_launch_intra_maps},
     {6, "two_launch_intra_c32_strong", "two_launch", TOL_CHUNK,
-     {.T = 80, .n_seqs = 1, .H_k = 1, .H_v = 2, .D_k = 64, .D_v = 64, .chunk = 32, .decay = DECAY_STRONG},
+     CASE(.T = 80, .n_seqs = 1, .H_k = 1, .H_v = 2, .D_k = 64, .D_v = 64, .chunk = 32, .decay = DECAY_STRONG),
      t_two_launch_intra},
     {6, "two_launch_intra_vs_unfused", "two_launch", TOL_CHUNK,
-     {.T = 71, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 80, .chunk = 64, .head_map = HEAD_MAP_BLOCK},
+     CASE(.T = 71, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 80, .chunk = 64, .head_map = HEAD_MAP_BLOCK),
      t_intra_fused_vs_unfused},
 };
 
 /* The two-launch rows run the layer; the others one chunk whatever the shape. */
 static Work least_work(const Test *t) {
     bool one_chunk = t->run == t_attn_pre || t->run == t_solve_causal_identity || t->run == t_intra_chunk;
-    return one_chunk ? (Work){0, 0} : dn_layer_work(&t->shape);
+    return one_chunk ? (Work){0, 0} : dn_layer_work(t->shape);
 }
 
 const TestList phase6_tests = {tests, sizeof tests / sizeof tests[0], least_work, false, NULL};

@@ -37,7 +37,7 @@ static void decay_from_gamma(RefChunk *r, int n) {
 /* Runs the state step; leaves the kernel's outputs in w->o and St, the
  * reference's in O and St1. Returns 0 when the kernels ran cleanly. */
 static int state_case(const Test *t, Ctx *c, ChunkWork *w, float **St, double **O, double **St1, int *n_out) {
-    Shape sh = dn_chunk_shape(&t->shape);
+    Shape sh = dn_chunk_shape(t->shape);
     sh.state = 1;
     int n = sh.chunk, dk = sh.D_k, dv = sh.D_v;
     DnData d;
@@ -86,15 +86,15 @@ static void t_output_with_state(const Test *t, Ctx *c) {
  * rounded to float: the chunk's outputs and the state after it against
  * ref_chunk_state. */
 static void t_two_launch_state_chunk(const Test *t, Ctx *c) {
-    int c0 = t->shape.chunk_index, C = t->shape.chunk;
-    if ((long)c0 * C >= t->shape.T) { /* --set T: the chunk checked must exist */
+    int c0 = t->shape->chunk_index, C = t->shape->chunk;
+    if ((long)c0 * C >= t->shape->T) { /* --set T: the chunk checked must exist */
         test_skip(c, "the test checks chunk %d, tokens %d..%d, and T = %d ends before it", c0, c0 * C,
-                  (c0 + 1) * C - 1, t->shape.T);
+                  (c0 + 1) * C - 1, t->shape->T);
         return;
     }
     DnData d;
     DnDevice dd;
-    Shape sh = dn_setup(c, &t->shape, &d, &dd);
+    Shape sh = dn_setup(c, t->shape, &d, &dd);
     const KdnShape *s = &d.ks;
     int nch = two_launch_chunks(s), dk = s->D_k, dv = s->D_v;
     size_t chunks = (size_t)nch * s->n_seqs * s->H_v, head = (size_t)dk * dv;
@@ -145,7 +145,7 @@ static void t_two_launch_state_chunk(const Test *t, Ctx *c) {
 /* The whole layer by deltanet_two_launch against the reference chunked form, each
  * grouped-head mapping in turn. */
 static void t_state_chunks_all(const Test *t, Ctx *c) {
-    Shape sh = dn_backend_shape(&t->shape);
+    Shape sh = dn_backend_shape(t->shape);
     for (int map = HEAD_MAP_TILED; map <= HEAD_MAP_BLOCK && !test_failed(c); map++) {
         sh.head_map = map;
         DnData d;
@@ -166,20 +166,20 @@ static void t_state_chunks_all(const Test *t, Ctx *c) {
 }
 
 static const Test tests[] = {
-    {7, "state_update", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_state_update},
-    {7, "output_with_state", "unfused", TOL_CHUNK, {.chunk = 64, .D_k = 128, .D_v = 128}, t_output_with_state},
+    {7, "state_update", "unfused", TOL_CHUNK, CASE(.chunk = 64, .D_k = 128, .D_v = 128), t_state_update},
+    {7, "output_with_state", "unfused", TOL_CHUNK, CASE(.chunk = 64, .D_k = 128, .D_v = 128), t_output_with_state},
     {7, "two_launch_state_chunk", "two_launch", TOL_CHUNK,
-     {.chunk_index = 1, .T = 150, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 72, .chunk = 64, .state = 1},
+     CASE(.chunk_index = 1, .T = 150, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 72, .chunk = 64, .state = 1),
      t_two_launch_state_chunk},
     {7, "two_launch_state_all", "two_launch", TOL_CHUNK,
-     {.T = 150, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 128, .chunk = 64, .state = 1}, t_state_chunks_all},
+     CASE(.T = 150, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 128, .chunk = 64, .state = 1), t_state_chunks_all},
 };
 
 /* The two-launch rows run the layer (state_chunk's reference checks one
  * chunk of it); the others one chunk whatever the shape. */
 static Work least_work(const Test *t) {
     Work w = {0, 0};
-    if (t->run == t_two_launch_state_chunk || t->run == t_state_chunks_all) w = dn_layer_work(&t->shape);
+    if (t->run == t_two_launch_state_chunk || t->run == t_state_chunks_all) w = dn_layer_work(t->shape);
     if (t->run == t_two_launch_state_chunk) w.ref_flops = 0;
     return w;
 }

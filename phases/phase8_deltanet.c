@@ -48,20 +48,20 @@ static void check_layer(const Test *t, Ctx *c, const Shape *shape, const LayerVa
 
 /* The row's shape with each grouped-head mapping in turn. */
 static void check_both_maps(const Test *t, Ctx *c, const LayerVariant *layer) {
-    Shape sh = t->shape;
+    Shape sh = *t->shape;
     if (layer_variant_refuses(c, layer, &sh)) return;
     for (int map = HEAD_MAP_TILED; map <= HEAD_MAP_BLOCK && !test_failed(c); map++) {
         sh.head_map = map;
         check_layer(t, c, &sh, layer);
     }
-    sh = dn_backend_shape(&t->shape);
+    sh = dn_backend_shape(t->shape);
     sh.head_map = HEAD_MAP_BOTH;
     dn_describe(c, &sh);
 }
 
 static void t_unfused_single(const Test *t, Ctx *c) {
     const LayerVariant *unfused = &layer_variants[LAYER_UNFUSED];
-    if (!layer_variant_refuses(c, unfused, &t->shape)) check_layer(t, c, &t->shape, unfused);
+    if (!layer_variant_refuses(c, unfused, t->shape)) check_layer(t, c, t->shape, unfused);
 }
 /* The row's variant (its `variant` column names it in layer_variants.h) on
  * the row's shape, both head maps. */
@@ -73,8 +73,8 @@ static void t_layer(const Test *t, Ctx *c) { check_both_maps(t, c, layer_variant
 static void agree(const Test *t, Ctx *c, const LayerVariant *first, const LayerVariant *second) {
     DnData d;
     DnDevice dd;
-    if (layer_variant_refuses(c, first, &t->shape) || layer_variant_refuses(c, second, &t->shape)) return;
-    Shape sh = dn_setup(c, &t->shape, &d, &dd);
+    if (layer_variant_refuses(c, first, t->shape) || layer_variant_refuses(c, second, t->shape)) return;
+    Shape sh = dn_setup(c, t->shape, &d, &dd);
     float *o1 = dev_out(c, "o_first", d.n_v), *s1 = dev_out(c, "state_first", d.n_state);
     float *o2 = dev_out(c, "o_second", d.n_v), *s2 = dev_out(c, "state_second", d.n_state);
     call_layer(c, first, &d, &dd, o1, s1);
@@ -103,14 +103,16 @@ static int auto_T(const Shape *row) { return kdn_gdn_recurrent_max_t(row->n_seqs
 
 static void t_auto(const Test *row, Ctx *c) {
     Test copy = *row;
-    copy.shape.T = auto_T(&row->shape);
+    Shape at_split = *row->shape;
+    at_split.T = auto_T(row->shape);
+    copy.shape = &at_split;
     const Test *t = &copy;
     const LayerVariant *automatic = &layer_variants[LAYER_AUTO];
     check_both_maps(t, c, automatic);
     if (test_failed(c)) return;
     DnData d;
     DnDevice dd;
-    Shape sh = dn_setup(c, &t->shape, &d, &dd);
+    Shape sh = dn_setup(c, t->shape, &d, &dd);
     float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
     void *scratch = automatic->prepare(c, &d.ks);
     long before = kdn_launch_count();
@@ -150,7 +152,7 @@ static void upload_tokens(Ctx *c, const DnData *d, int t0, int n, DnDevice *dd) 
  * the state the previous call left: the prefill outputs, every decode output
  * and the final state must equal the recurrence over all T tokens. */
 static void t_prefill_then_decode(const Test *t, Ctx *c) {
-    Shape sh = dn_backend_shape(&t->shape);
+    Shape sh = dn_backend_shape(t->shape);
     const LayerVariant *prefill_path = &layer_variants[LAYER_TWO_LAUNCH], *decode_path = &layer_variants[LAYER_RECURRENT];
     if (layer_variant_refuses(c, prefill_path, &sh)) return;
     DnData d;
@@ -158,7 +160,7 @@ static void t_prefill_then_decode(const Test *t, Ctx *c) {
     double *o_ref = host_d(c, d.n_v), *s_ref = host_d(c, d.n_state);
     dn_reference(c, &d, o_ref, s_ref);
     dn_describe(c, &sh);
-    int decode = t->shape.decode_steps < sh.T ? t->shape.decode_steps : sh.T - 1, prefill = sh.T - decode; /* --set may shorten T */
+    int decode = t->shape->decode_steps < sh.T ? t->shape->decode_steps : sh.T - 1, prefill = sh.T - decode; /* --set may shorten T */
     float *state = dev_in(c, "state_in", d.state, d.n_state);
     DnDevice dd;
     KdnShape ks = d.ks;
@@ -256,7 +258,7 @@ static Shape compare_shape(const Shape *row) {
 }
 
 static void t_compare(const Test *t, Ctx *c) {
-    Shape sh = compare_shape(&t->shape);
+    Shape sh = compare_shape(t->shape);
     DnData d;
     DnDevice dd;
     dn_generate(c, &sh, &d);
@@ -283,8 +285,8 @@ static void t_compare(const Test *t, Ctx *c) {
     }
     if (!test_failed(c) && sh.T == 1) bench_decode_references(c, &d, &dd);
     char note[256] = "";
-    if (sh.T != t->shape.T || sh.n_seqs != t->shape.n_seqs)
-        snprintf(note, sizeof note, " (CPU build; row: T=%d B=%d)", t->shape.T, t->shape.n_seqs);
+    if (sh.T != t->shape->T || sh.n_seqs != t->shape->n_seqs)
+        snprintf(note, sizeof note, " (CPU build; row: T=%d B=%d)", t->shape->T, t->shape->n_seqs);
     size_t used = strlen(note);
     snprintf(note + used, sizeof note - used, "%s", refused);
     dn_describe_note(c, &sh, note);
@@ -295,56 +297,56 @@ static void t_compare(const Test *t, Ctx *c) {
 #define QWEN(T_, B_) HEADS(T_, B_, 16, 32, 64)
 
 static const Test tests[] = {
-    {8, "deltanet_single_chunk", "unfused", TOL_CHUNK, {QWEN(64, 1), .state = 1}, t_unfused_single},
-    {8, "deltanet_full", "unfused", TOL_CHUNK, {QWEN(200, 2), .state = 1}, t_layer},
+    {8, "deltanet_single_chunk", "unfused", TOL_CHUNK, CASE(QWEN(64, 1), .state = 1), t_unfused_single},
+    {8, "deltanet_full", "unfused", TOL_CHUNK, CASE(QWEN(200, 2), .state = 1), t_layer},
     /* token-recurrent kernel: decode (T = 1), a short prompt, odd sizes */
-    {8, "recurrent_decode", "recurrent", TOL_CHUNK, {QWEN(1, 4), .state = 1}, t_layer},
-    {8, "recurrent_prompt", "recurrent", TOL_CHUNK, {QWEN(130, 2), .state = 1}, t_layer},
+    {8, "recurrent_decode", "recurrent", TOL_CHUNK, CASE(QWEN(1, 4), .state = 1), t_layer},
+    {8, "recurrent_prompt", "recurrent", TOL_CHUNK, CASE(QWEN(130, 2), .state = 1), t_layer},
     {8, "recurrent_odd_dims", "recurrent", TOL_CHUNK,
-     {.T = 37, .n_seqs = 3, .H_k = 2, .H_v = 6, .D_k = 72, .D_v = 40, .chunk = 64, .state = 1}, t_layer},
-    {8, "recurrent_strong_decay", "recurrent", TOL_CHUNK, {QWEN(70, 1), .decay = DECAY_STRONG, .state = 1}, t_layer},
+     CASE(.T = 37, .n_seqs = 3, .H_k = 2, .H_v = 6, .D_k = 72, .D_v = 40, .chunk = 64, .state = 1), t_layer},
+    {8, "recurrent_strong_decay", "recurrent", TOL_CHUNK, CASE(QWEN(70, 1), .decay = DECAY_STRONG, .state = 1), t_layer},
     /* two state columns per group (more one-column workgroups than a round: 3 x 32 x 8 = 768 > 240
      * on the MI50, which the CPU build reports, and > 528 on the H100) with a partial second set of
      * columns (D_v = 40); H_k = 2 so that the CPU build keeps the heads */
     {8, "recurrent_two_cols_odd", "recurrent", TOL_CHUNK,
-     {.T = 5, .n_seqs = 8, .H_k = 2, .H_v = 32, .D_k = 72, .D_v = 40, .chunk = 64, .state = 1}, t_layer},
+     CASE(.T = 5, .n_seqs = 8, .H_k = 2, .H_v = 32, .D_k = 72, .D_v = 40, .chunk = 64, .state = 1), t_layer},
     /* D_k not a multiple of 4: the single-row fallback of the 16-byte row runs */
     {8, "recurrent_dk_not4", "recurrent", TOL_CHUNK,
-     {.T = 9, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 70, .D_v = 24, .chunk = 64, .state = 1}, t_layer},
+     CASE(.T = 9, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 70, .D_v = 24, .chunk = 64, .state = 1), t_layer},
     /* an initial state 1000x larger (outputs in the thousands): correct kernels
      * must pass, as the element bound scales with the output's RMS */
-    {8, "recurrent_state_x1000", "recurrent", TOL_CHUNK, {QWEN(70, 1), .state = 1000}, t_layer},
-    {8, "two_launch_state_x1000", "two_launch", TOL_CHUNK, {QWEN(130, 1), .decay = DECAY_WEAK, .state = 1000}, t_layer},
+    {8, "recurrent_state_x1000", "recurrent", TOL_CHUNK, CASE(QWEN(70, 1), .state = 1000), t_layer},
+    {8, "two_launch_state_x1000", "two_launch", TOL_CHUNK, CASE(QWEN(130, 1), .decay = DECAY_WEAK, .state = 1000), t_layer},
     /* the product's chunked path against the seed ladder's pipeline, and the library's two paths */
-    {8, "two_launch_vs_unfused", "two_launch", TOL_CHUNK, {QWEN(150, 2), .state = 1}, t_vs_unfused},
-    {8, "recurrent_vs_two_launch", "recurrent", TOL_CHUNK, {QWEN(64, 2), .state = 1}, t_vs_two_launch},
-    {8, "prefill_then_decode", "two_launch", TOL_CHUNK, {QWEN(100, 2), .decode_steps = 4, .state = 1}, t_prefill_then_decode},
+    {8, "two_launch_vs_unfused", "two_launch", TOL_CHUNK, CASE(QWEN(150, 2), .state = 1), t_vs_unfused},
+    {8, "recurrent_vs_two_launch", "recurrent", TOL_CHUNK, CASE(QWEN(64, 2), .state = 1), t_vs_two_launch},
+    {8, "prefill_then_decode", "two_launch", TOL_CHUNK, CASE(QWEN(100, 2), .decode_steps = 4, .state = 1), t_prefill_then_decode},
     /* the two-launch form: chunk-parallel intra-chunk kernel, then the state pass */
-    {8, "two_launch_ragged", "two_launch", TOL_CHUNK, {QWEN(200, 2), .state = 1}, t_layer},
-    {8, "two_launch_T1", "two_launch", TOL_CHUNK, {QWEN(1, 2), .state = 1}, t_layer},
-    {8, "two_launch_T64", "two_launch", TOL_CHUNK, {QWEN(64, 1), .state = 1}, t_layer},
-    {8, "two_launch_gqa3_c32", "two_launch", TOL_CHUNK, {HEADS(100, 2, 2, 6, 32), .state = 1}, t_layer},
-    {8, "two_launch_strong_decay", "two_launch", TOL_CHUNK, {QWEN(130, 1), .decay = DECAY_STRONG, .state = 1}, t_layer},
+    {8, "two_launch_ragged", "two_launch", TOL_CHUNK, CASE(QWEN(200, 2), .state = 1), t_layer},
+    {8, "two_launch_T1", "two_launch", TOL_CHUNK, CASE(QWEN(1, 2), .state = 1), t_layer},
+    {8, "two_launch_T64", "two_launch", TOL_CHUNK, CASE(QWEN(64, 1), .state = 1), t_layer},
+    {8, "two_launch_gqa3_c32", "two_launch", TOL_CHUNK, CASE(HEADS(100, 2, 2, 6, 32), .state = 1), t_layer},
+    {8, "two_launch_strong_decay", "two_launch", TOL_CHUNK, CASE(QWEN(130, 1), .decay = DECAY_STRONG, .state = 1), t_layer},
     /* the automatic choice on each side of kdn_gdn_recurrent_max_t(B) (T = split + past_split) */
-    {8, "auto_short_B1", "auto", TOL_CHUNK, {QWEN(0, 1), .past_split = 0, .state = 1}, t_auto},
-    {8, "auto_long_B1", "auto", TOL_CHUNK, {QWEN(0, 1), .past_split = 1, .state = 1}, t_auto},
-    {8, "auto_short_B4", "auto", TOL_CHUNK, {QWEN(0, 4), .past_split = 0, .state = 1}, t_auto},
-    {8, "auto_long_B4", "auto", TOL_CHUNK, {QWEN(0, 4), .past_split = 1, .state = 1}, t_auto},
+    {8, "auto_short_B1", "auto", TOL_CHUNK, CASE(QWEN(0, 1), .past_split = 0, .state = 1), t_auto},
+    {8, "auto_long_B1", "auto", TOL_CHUNK, CASE(QWEN(0, 1), .past_split = 1, .state = 1), t_auto},
+    {8, "auto_short_B4", "auto", TOL_CHUNK, CASE(QWEN(0, 4), .past_split = 0, .state = 1), t_auto},
+    {8, "auto_long_B4", "auto", TOL_CHUNK, CASE(QWEN(0, 4), .past_split = 1, .state = 1), t_auto},
     /* the comparison view: every variant on Qwen3-Next shapes */
-    {8, "compare_T1_B1", "all", TOL_CHUNK, {QWEN(1, 1), .state = 1}, t_compare},
-    {8, "compare_T1_B4", "all", TOL_CHUNK, {QWEN(1, 4), .state = 1}, t_compare},
-    {8, "compare_T1_B128", "all", TOL_CHUNK, {QWEN(1, 128), .state = 1}, t_compare},
-    {8, "compare_T64_B1", "all", TOL_CHUNK, {QWEN(64, 1), .state = 1}, t_compare},
-    {8, "compare_T64_B4", "all", TOL_CHUNK, {QWEN(64, 4), .state = 1}, t_compare},
-    {8, "compare_T512_B1", "all", TOL_CHUNK, {QWEN(512, 1), .state = 1}, t_compare},
-    {8, "compare_T512_B4", "all", TOL_CHUNK, {QWEN(512, 4), .state = 1}, t_compare},
-    {8, "compare_T1024_B1", "all", TOL_CHUNK, {QWEN(1024, 1), .state = 1}, t_compare},
-    {8, "compare_T4096_B1", "all", TOL_CHUNK, {QWEN(4096, 1), .state = 1}, t_compare},
-    {8, "compare_T4096_B4", "all", TOL_CHUNK, {QWEN(4096, 4), .state = 1}, t_compare},
-    {8, "compare_T16384_B1", "all", TOL_CHUNK, {QWEN(16384, 1), .state = 1}, t_compare},
-    {8, "compare_T16384_B4", "all", TOL_CHUNK, {QWEN(16384, 4), .state = 1}, t_compare},
+    {8, "compare_T1_B1", "all", TOL_CHUNK, CASE(QWEN(1, 1), .state = 1), t_compare},
+    {8, "compare_T1_B4", "all", TOL_CHUNK, CASE(QWEN(1, 4), .state = 1), t_compare},
+    {8, "compare_T1_B128", "all", TOL_CHUNK, CASE(QWEN(1, 128), .state = 1), t_compare},
+    {8, "compare_T64_B1", "all", TOL_CHUNK, CASE(QWEN(64, 1), .state = 1), t_compare},
+    {8, "compare_T64_B4", "all", TOL_CHUNK, CASE(QWEN(64, 4), .state = 1), t_compare},
+    {8, "compare_T512_B1", "all", TOL_CHUNK, CASE(QWEN(512, 1), .state = 1), t_compare},
+    {8, "compare_T512_B4", "all", TOL_CHUNK, CASE(QWEN(512, 4), .state = 1), t_compare},
+    {8, "compare_T1024_B1", "all", TOL_CHUNK, CASE(QWEN(1024, 1), .state = 1), t_compare},
+    {8, "compare_T4096_B1", "all", TOL_CHUNK, CASE(QWEN(4096, 1), .state = 1), t_compare},
+    {8, "compare_T4096_B4", "all", TOL_CHUNK, CASE(QWEN(4096, 4), .state = 1), t_compare},
+    {8, "compare_T16384_B1", "all", TOL_CHUNK, CASE(QWEN(16384, 1), .state = 1), t_compare},
+    {8, "compare_T16384_B4", "all", TOL_CHUNK, CASE(QWEN(16384, 4), .state = 1), t_compare},
 /* the generated grid (phases/grid.c), one row per variant */
-#define GRID_ROW(id, name, tol) {8, "grid_" #name, #name, tol, {.state = 1}, t_grid},
+#define GRID_ROW(id, name, tol) {8, "grid_" #name, #name, tol, CASE(.state = 1), t_grid},
     LAYER_VARIANTS(GRID_ROW)
 #undef GRID_ROW
 };
@@ -353,10 +355,10 @@ static const Test tests[] = {
  * split's, the compare rows' as t_compare caps it); the grid rows run fixed
  * shapes. */
 static Work least_work(const Test *t) {
-    Shape sh = t->shape;
+    Shape sh = *t->shape;
     if (t->run == t_grid) return (Work){0, 0};
-    if (t->run == t_auto) sh.T = auto_T(&t->shape);
-    if (t->run == t_compare) sh = compare_shape(&t->shape);
+    if (t->run == t_auto) sh.T = auto_T(t->shape);
+    if (t->run == t_compare) sh = compare_shape(t->shape);
     return dn_layer_work(&sh);
 }
 

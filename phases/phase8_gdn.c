@@ -238,7 +238,7 @@ static void judge_call(const Test *t, Ctx *c, const Case *k, const float *dst, c
 }
 
 static void t_gdn(const Test *t, Ctx *c) {
-    const Shape *sh = &t->shape;
+    const Shape *sh = t->shape;
     Case k = make_case(c, sh);
     float *dst = dev_out(c, "dst", state_in_dst(sh) ? k.n_dst : k.n_v);
     kdn_gdn_call call = call_of(&k, sh, dst);
@@ -299,10 +299,10 @@ static float *chunked_dst(Ctx *c, const Case *k, const Shape *sh, int chunk) {
 /* chunk = 0 gives, bit for bit, what the documented chunk gives, and not
  * what the other one gives (the two round differently: the check can tell). */
 static void t_gdn_default_chunk(const Test *t, Ctx *c) {
-    Case k = make_case(c, &t->shape);
+    Case k = make_case(c, t->shape);
     const int want = documented_chunk(&k);
-    const float *dflt = chunked_dst(c, &k, &t->shape, 0), *same = chunked_dst(c, &k, &t->shape, want),
-                *other = chunked_dst(c, &k, &t->shape, want == 64 ? 32 : 64);
+    const float *dflt = chunked_dst(c, &k, t->shape, 0), *same = chunked_dst(c, &k, t->shape, want),
+                *other = chunked_dst(c, &k, t->shape, want == 64 ? 32 : 64);
     if (test_failed(c)) return;
     if (memcmp(same, other, k.n_dst * sizeof(float)) == 0) {
         test_fail(c, "C = 32 and C = 64 give the same bits: the check cannot tell them apart");
@@ -445,7 +445,7 @@ static size_t written_elements(Ctx *c, const float *dst, size_t n) {
 
 static void t_gdn_bad_calls(const Test *t, Ctx *c) {
     enum { N_BAD = sizeof bad_calls / sizeof bad_calls[0] };
-    Case k = make_case(c, &t->shape);
+    Case k = make_case(c, t->shape);
     float *dst = dev_out(c, "dst", k.n_dst);
     check_messages(c);
     /* per bad call: status, launches and elements of dst written, against
@@ -453,7 +453,7 @@ static void t_gdn_bad_calls(const Test *t, Ctx *c) {
     float *got = host_f(c, 3 * N_BAD);
     double *want = host_d(c, 3 * N_BAD);
     for (int i = 0; i < N_BAD && !test_failed(c); i++) {
-        kdn_gdn_call call = call_of(&k, &t->shape, dst);
+        kdn_gdn_call call = call_of(&k, t->shape, dst);
         call.path = KDN_PATH_CHUNKED; /* the route that needs a workspace */
         size_t ws = 0;
         if (kdn_gdn_workspace_size(&call, &ws) != KDN_OK || ws == 0) {
@@ -485,7 +485,7 @@ static void t_gdn_bad_calls(const Test *t, Ctx *c) {
     }
     if (!test_failed(c)) expect_close_host(c, "status, launches, elements written", got, want, N_BAD, 3, t->tol);
     /* the base call itself runs: the refusals above come from the breakers */
-    kdn_gdn_call call = call_of(&k, &t->shape, dst);
+    kdn_gdn_call call = call_of(&k, t->shape, dst);
     size_t ws = 0;
     kdn_gdn_workspace_size(&call, &ws);
     float *workspace = ws ? dev_out(c, "workspace", ws / sizeof(float) + 1) : NULL;
@@ -513,54 +513,54 @@ static void t_gdn_bad_calls(const Test *t, Ctx *c) {
 
 static const Test tests[] = {
     /* decode and short prompts (recurrent), T below, at and above K */
-    {8, "gdn_decode", "library", TOL_GDN, {GDN(128, 2, 4, 1, 3), SNAP(1)}, t_gdn},
-    {8, "gdn_T1_K4_kda", "library", TOL_GDN, {GDN(32, 4, 4, 1, 2), KDA, SNAP(4)}, t_gdn},
-    {8, "gdn_T4_K4", "library", TOL_GDN, {GDN(32, 2, 4, 4, 2), SNAP(4)}, t_gdn},
-    {8, "gdn_T33_K2_perm", "library", TOL_GDN, {GDN(64, 2, 6, 33, 1), PERM, SNAP(2), .head_map = HEAD_MAP_BLOCK}, t_gdn},
-    {8, "gdn_T65_H32", "library", TOL_GDN, {GDN(16, 16, 32, 65, 2), SNAP(1), PATH(KDN_PATH_RECURRENT)}, t_gdn},
-    {8, "gdn_T100_kda_K2", "library", TOL_GDN, {GDN(16, 4, 8, 100, 2), KDA, SNAP(2)}, t_gdn},
-    {8, "gdn_T256_kda_K4_perm", "library", TOL_GDN, {GDN(32, 2, 6, 256, 1), KDA_PERM, SNAP(4)}, t_gdn},
+    {8, "gdn_decode", "library", TOL_GDN, CASE(GDN(128, 2, 4, 1, 3), SNAP(1)), t_gdn},
+    {8, "gdn_T1_K4_kda", "library", TOL_GDN, CASE(GDN(32, 4, 4, 1, 2), KDA, SNAP(4)), t_gdn},
+    {8, "gdn_T4_K4", "library", TOL_GDN, CASE(GDN(32, 2, 4, 4, 2), SNAP(4)), t_gdn},
+    {8, "gdn_T33_K2_perm", "library", TOL_GDN, CASE(GDN(64, 2, 6, 33, 1), PERM, SNAP(2), .head_map = HEAD_MAP_BLOCK), t_gdn},
+    {8, "gdn_T65_H32", "library", TOL_GDN, CASE(GDN(16, 16, 32, 65, 2), SNAP(1), PATH(KDN_PATH_RECURRENT)), t_gdn},
+    {8, "gdn_T100_kda_K2", "library", TOL_GDN, CASE(GDN(16, 4, 8, 100, 2), KDA, SNAP(2)), t_gdn},
+    {8, "gdn_T256_kda_K4_perm", "library", TOL_GDN, CASE(GDN(32, 2, 6, 256, 1), KDA_PERM, SNAP(4)), t_gdn},
     /* the chunked path: q scale and gathers of permuted views, both chunk sizes */
-    {8, "gdn_T64_chunked", "library", TOL_GDN, {GDN(128, 2, 4, 64, 1), SNAP(1), PATH(KDN_PATH_CHUNKED)}, t_gdn},
+    {8, "gdn_T64_chunked", "library", TOL_GDN, CASE(GDN(128, 2, 4, 64, 1), SNAP(1), PATH(KDN_PATH_CHUNKED)), t_gdn},
     {8, "gdn_T33_c32_perm", "library", TOL_GDN,
-     {GDNC(64, 2, 6, 33, 1, 32), PERM, SNAP(1), PATH(KDN_PATH_CHUNKED)}, t_gdn},
+     CASE(GDNC(64, 2, 6, 33, 1, 32), PERM, SNAP(1), PATH(KDN_PATH_CHUNKED)), t_gdn},
     {8, "gdn_T127_perm_block", "library", TOL_GDN,
-     {GDN(32, 2, 4, 127, 3), PERM, SNAP(1), .head_map = HEAD_MAP_BLOCK, PATH(KDN_PATH_CHUNKED)}, t_gdn},
-    {8, "gdn_T300_auto_perm", "library", TOL_GDN, {GDN(64, 4, 8, 300, 1), PERM, SNAP(1)}, t_gdn},
+     CASE(GDN(32, 2, 4, 127, 3), PERM, SNAP(1), .head_map = HEAD_MAP_BLOCK, PATH(KDN_PATH_CHUNKED)), t_gdn},
+    {8, "gdn_T300_auto_perm", "library", TOL_GDN, CASE(GDN(64, 4, 8, 300, 1), PERM, SNAP(1)), t_gdn},
     /* one key head, permuted: q and k contiguous, their head stride not the dense one (unread) */
-    {8, "gdn_T33_Hk1_perm_chunked", "library", TOL_GDN, {GDN(16, 1, 2, 33, 1), PERM, SNAP(1), PATH(KDN_PATH_CHUNKED)},
+    {8, "gdn_T33_Hk1_perm_chunked", "library", TOL_GDN, CASE(GDN(16, 1, 2, 33, 1), PERM, SNAP(1), PATH(KDN_PATH_CHUNKED)),
      t_gdn},
     /* AUTO at B = 4 with T past B = 4's split and under B = 1's (32 and 256 on the gfx906 rows the CPU build
      * takes): chunked */
-    {8, "gdn_T33_B4_auto", "library", TOL_GDN, {GDN(32, 2, 4, 33, 4), SNAP(1)}, t_gdn},
-    {8, "gdn_T1000_c64", "library", TOL_GDN, {GDN(32, 4, 4, 1000, 1), SNAP(1)}, t_gdn},
+    {8, "gdn_T33_B4_auto", "library", TOL_GDN, CASE(GDN(32, 2, 4, 33, 4), SNAP(1)), t_gdn},
+    {8, "gdn_T1000_c64", "library", TOL_GDN, CASE(GDN(32, 4, 4, 1000, 1), SNAP(1)), t_gdn},
     /* asked for chunked, routed to recurrent: KDA, K >= T */
-    {8, "gdn_chunked_kda_routed", "library", TOL_GDN, {GDN(16, 2, 4, 130, 1), KDA, SNAP(1), PATH(KDN_PATH_CHUNKED)}, t_gdn},
-    {8, "gdn_chunked_K4_T4_routed", "library", TOL_GDN, {GDN(16, 2, 4, 4, 2), SNAP(4), PATH(KDN_PATH_CHUNKED)}, t_gdn},
+    {8, "gdn_chunked_kda_routed", "library", TOL_GDN, CASE(GDN(16, 2, 4, 130, 1), KDA, SNAP(1), PATH(KDN_PATH_CHUNKED)), t_gdn},
+    {8, "gdn_chunked_K4_T4_routed", "library", TOL_GDN, CASE(GDN(16, 2, 4, 4, 2), SNAP(4), PATH(KDN_PATH_CHUNKED)), t_gdn},
     /* K > 1 chunked: each sequence chunked up to its last K tokens, then recurrent */
-    {8, "gdn_chunked_K2", "library", TOL_GDN, {GDN(16, 2, 4, 130, 1), SNAP(2), PATH(KDN_PATH_CHUNKED)}, t_gdn},
-    {8, "gdn_chunked_K2_T3", "library", TOL_GDN, {GDN(16, 2, 4, 3, 2), SNAP(2), PATH(KDN_PATH_CHUNKED)}, t_gdn},
-    {8, "gdn_T300_K4_auto", "library", TOL_GDN, {GDN(32, 2, 4, 300, 1), SNAP(4)}, t_gdn},
-    {8, "gdn_cache_T100_B3_K3_perm", "library", TOL_GDN, {GDN(32, 2, 4, 100, 3), PERM, SNAP(3), CACHE}, t_gdn},
+    {8, "gdn_chunked_K2", "library", TOL_GDN, CASE(GDN(16, 2, 4, 130, 1), SNAP(2), PATH(KDN_PATH_CHUNKED)), t_gdn},
+    {8, "gdn_chunked_K2_T3", "library", TOL_GDN, CASE(GDN(16, 2, 4, 3, 2), SNAP(2), PATH(KDN_PATH_CHUNKED)), t_gdn},
+    {8, "gdn_T300_K4_auto", "library", TOL_GDN, CASE(GDN(32, 2, 4, 300, 1), SNAP(4)), t_gdn},
+    {8, "gdn_cache_T100_B3_K3_perm", "library", TOL_GDN, CASE(GDN(32, 2, 4, 100, 3), PERM, SNAP(3), CACHE), t_gdn},
     /* snapshots to a cache (slots further apart than their size) or over the state input */
-    {8, "gdn_cache_decode_K2", "library", TOL_GDN, {GDN(128, 2, 4, 1, 3), SNAP(2), CACHE}, t_gdn},
-    {8, "gdn_cache_T40_K4_perm", "library", TOL_GDN, {GDN(32, 2, 4, 40, 2), PERM, SNAP(4), CACHE}, t_gdn},
-    {8, "gdn_cache_T100_chunked", "library", TOL_GDN, {GDN(64, 2, 4, 100, 2), SNAP(1), CACHE, PATH(KDN_PATH_CHUNKED)},
+    {8, "gdn_cache_decode_K2", "library", TOL_GDN, CASE(GDN(128, 2, 4, 1, 3), SNAP(2), CACHE), t_gdn},
+    {8, "gdn_cache_T40_K4_perm", "library", TOL_GDN, CASE(GDN(32, 2, 4, 40, 2), PERM, SNAP(4), CACHE), t_gdn},
+    {8, "gdn_cache_T100_chunked", "library", TOL_GDN, CASE(GDN(64, 2, 4, 100, 2), SNAP(1), CACHE, PATH(KDN_PATH_CHUNKED)),
      t_gdn},
-    {8, "gdn_T4_K4_stride_unread", "library", TOL_GDN, {GDN(32, 2, 4, 4, 2), SNAP(4), STRIDE_UNREAD}, t_gdn},
-    {8, "gdn_in_place_decode", "library", TOL_GDN, {GDN(128, 2, 4, 1, 2), SNAP(1), IN_PLACE}, t_gdn},
+    {8, "gdn_T4_K4_stride_unread", "library", TOL_GDN, CASE(GDN(32, 2, 4, 4, 2), SNAP(4), STRIDE_UNREAD), t_gdn},
+    {8, "gdn_in_place_decode", "library", TOL_GDN, CASE(GDN(128, 2, 4, 1, 2), SNAP(1), IN_PLACE), t_gdn},
     {8, "gdn_in_place_T130_chunked", "library", TOL_GDN,
-     {GDN(32, 2, 4, 130, 2), SNAP(1), IN_PLACE, PATH(KDN_PATH_CHUNKED)}, t_gdn},
+     CASE(GDN(32, 2, 4, 130, 2), SNAP(1), IN_PLACE, PATH(KDN_PATH_CHUNKED)), t_gdn},
     /* chunk 0: one round of C = 64 state workgroups on an MI50 (32) or more (128) */
-    {8, "gdn_default_chunk_one_round", "library", TOL_EXACT, {GDNC(16, 8, 32, 70, 1, 0), SNAP(1)}, t_gdn_default_chunk},
-    {8, "gdn_default_chunk_rounds", "library", TOL_EXACT, {GDNC(16, 8, 32, 70, 4, 0), SNAP(1)}, t_gdn_default_chunk},
+    {8, "gdn_default_chunk_one_round", "library", TOL_EXACT, CASE(GDNC(16, 8, 32, 70, 1, 0), SNAP(1)), t_gdn_default_chunk},
+    {8, "gdn_default_chunk_rounds", "library", TOL_EXACT, CASE(GDNC(16, 8, 32, 70, 4, 0), SNAP(1)), t_gdn_default_chunk},
     /* chunk 0 (the library's): --set leaves the row alone, since each breaker
      * makes this shape's call invalid, not every shape's (a size-1 dimension's
      * stride is free; a 2^31 - 1 T or K is past the limits only with enough heads) */
-    {8, "gdn_bad_calls", "library", TOL_EXACT, {GDNC(16, 2, 4, 10, 2, 0), SNAP(1)}, t_gdn_bad_calls},
+    {8, "gdn_bad_calls", "library", TOL_EXACT, CASE(GDNC(16, 2, 4, 10, 2, 0), SNAP(1)), t_gdn_bad_calls},
 };
 
 /* Each row calls the entry point on its shape (gdn_bad_calls once more per bad call). */
-static Work least_work(const Test *t) { return dn_layer_work(&t->shape); }
+static Work least_work(const Test *t) { return dn_layer_work(t->shape); }
 
 const TestList phase8_gdn_tests = {tests, sizeof tests / sizeof tests[0], least_work, false, layer_shape_from_files};

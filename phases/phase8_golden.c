@@ -275,12 +275,12 @@ static void t_snapshots_k2(const Test *t, Ctx *c) { run_golden(t, c, &snapshots_
 
 /* No chunk size: --set leaves these rows alone (their shapes are the literals'). */
 static const Test tests[] = {
-    {8, "golden_head_map_tiled", "all", TOL_GOLDEN, {0}, t_head_map_tiled},
-    {8, "golden_head_map_block", "all", TOL_GOLDEN, {0}, t_head_map_block},
-    {8, "golden_decay_beta", "all", TOL_GOLDEN, {0}, t_decay_beta},
-    {8, "golden_state_layout", "all", TOL_GOLDEN, {0}, t_state_layout},
-    {8, "golden_snapshots_K4", "all", TOL_GOLDEN, {0}, t_snapshots_k4},
-    {8, "golden_snapshots_K2", "all", TOL_GOLDEN, {0}, t_snapshots_k2},
+    {8, "golden_head_map_tiled", "all", TOL_GOLDEN, CASE(0), t_head_map_tiled},
+    {8, "golden_head_map_block", "all", TOL_GOLDEN, CASE(0), t_head_map_block},
+    {8, "golden_decay_beta", "all", TOL_GOLDEN, CASE(0), t_decay_beta},
+    {8, "golden_state_layout", "all", TOL_GOLDEN, CASE(0), t_state_layout},
+    {8, "golden_snapshots_K4", "all", TOL_GOLDEN, CASE(0), t_snapshots_k4},
+    {8, "golden_snapshots_K2", "all", TOL_GOLDEN, CASE(0), t_snapshots_k2},
 };
 
 /* fixed, tiny shapes (--set does not apply): no time estimate */

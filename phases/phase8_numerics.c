@@ -124,7 +124,7 @@ typedef struct {
 } Planting;
 
 static Planting start_planting(const Test *t, Ctx *c) {
-    Planting p = {.layer = layer_variant(t->variant), .sh = dn_backend_shape(&t->shape)};
+    Planting p = {.layer = layer_variant(t->variant), .sh = dn_backend_shape(t->shape)};
     dn_generate(c, &p.sh, &p.d);
     p.clean = keep_pristine(c, &p.d);
     return p;
@@ -276,7 +276,7 @@ static void judge_part(Ctx *c, const char *part, int draw, const float *got, con
 
 static void t_ggml_nmse(const Test *t, Ctx *c) {
     DnData d;
-    dn_generate(c, &t->shape, &d);
+    dn_generate(c, t->shape, &d);
     const KdnShape *s = &d.ks;
     RefGdnShape gs = {d.rs, 0, 1, 1.0 / sqrt((double)s->D_v)};
     for (int draw = 0; draw < kGgmlDraws && !test_failed(c); draw++) {
@@ -285,7 +285,7 @@ static void t_ggml_nmse(const Test *t, Ctx *c) {
         DnDevice dd;
         dn_upload(c, &d, &dd);
         float *dst = dev_out(c, "dst", d.n_v + d.n_state);
-        if (run_library(c, &d, &dd, dst, (kdn_path)t->shape.path) == 0 && dev_sync(c) == 0) {
+        if (run_library(c, &d, &dd, dst, (kdn_path)t->shape->path) == 0 && dev_sync(c) == 0) {
             float *got = host_f(c, d.n_v + d.n_state);
             double *o_ref = host_d(c, d.n_v), *s_ref = host_d(c, d.n_state);
             RefInputs in = dn_ref_inputs(&d);
@@ -298,8 +298,8 @@ static void t_ggml_nmse(const Test *t, Ctx *c) {
     }
     char note[96];
     snprintf(note, sizeof note, " library path %s, %d draws of ggml's inputs, NMSE <= %.0e each",
-             t->shape.path == KDN_PATH_CHUNKED ? "chunked" : "recurrent", kGgmlDraws, NMSE_BOUND);
-    dn_describe_note(c, &t->shape, note);
+             t->shape->path == KDN_PATH_CHUNKED ? "chunked" : "recurrent", kGgmlDraws, NMSE_BOUND);
+    dn_describe_note(c, t->shape, note);
 }
 
 /* ---- the native context length -------------------------------------------- */
@@ -309,7 +309,7 @@ static void t_ggml_nmse(const Test *t, Ctx *c) {
  * the heads and head size shrink to one and 16, T stays, and both paths are
  * also judged against the double recurrence. */
 static void t_native_context(const Test *t, Ctx *c) {
-    Shape sh = t->shape;
+    Shape sh = *t->shape;
     const int cpu = is_cpu_backend();
     if (cpu) sh.H_k = sh.H_v = 1, sh.D_k = sh.D_v = 16;
     DnData d;
@@ -423,10 +423,10 @@ static void t_limits(const Test *t, Ctx *c) {
 /* ---- rows -------------------------------------------------------------------- */
 #define LAYER(Dk, Dv, Hk, Hv, T_, B_, C_) \
     .D_k = Dk, .D_v = Dv, .H_k = Hk, .H_v = Hv, .T = T_, .n_seqs = B_, .chunk = C_, .state = 1
-#define NONFINITE(name, variant, C_) {8, name, variant, TOL_CHUNK, {LAYER(16, 16, 1, 2, 80, 1, C_)}, t_nonfinite}
-#define DECAY(name, variant, C_) {8, name, variant, TOL_CHUNK, {LAYER(16, 16, 1, 2, 130, 1, C_)}, t_decay_range}
+#define NONFINITE(name, variant, C_) {8, name, variant, TOL_CHUNK, CASE(LAYER(16, 16, 1, 2, 80, 1, C_)), t_nonfinite}
+#define DECAY(name, variant, C_) {8, name, variant, TOL_CHUNK, CASE(LAYER(16, 16, 1, 2, 130, 1, C_)), t_decay_range}
 #define GGML(name, S, Hk, Hv, T_, C_, path_) \
-    {8, name, "library", TOL_CHUNK, {LAYER(S, S, Hk, Hv, T_, 1, C_), .path = path_}, t_ggml_nmse}
+    {8, name, "library", TOL_CHUNK, CASE(LAYER(S, S, Hk, Hv, T_, 1, C_), .path = path_), t_ggml_nmse}
 
 static const Test tests[] = {
     NONFINITE("nonfinite_recurrent", "recurrent", 64),
@@ -438,8 +438,8 @@ static const Test tests[] = {
     GGML("ggml_nmse_T64", 64, 1, 1, 64, 64, KDN_PATH_CHUNKED),
     GGML("ggml_nmse_T100_c32", 32, 1, 2, 100, 32, KDN_PATH_CHUNKED),
     GGML("ggml_nmse_recurrent", 64, 1, 1, 64, 64, KDN_PATH_RECURRENT),
-    {8, "library_limits", "library", TOL_EXACT, {LAYER(16, 16, 1, 1, 1, 1, 64)}, t_limits},
-    {8, "native_context_T262144", "library", TOL_CHUNK, {LAYER(128, 128, 16, 32, 262144, 1, 64)}, t_native_context},
+    {8, "library_limits", "library", TOL_EXACT, CASE(LAYER(16, 16, 1, 1, 1, 1, 64)), t_limits},
+    {8, "native_context_T262144", "library", TOL_CHUNK, CASE(LAYER(128, 128, 16, 32, 262144, 1, 64)), t_native_context},
 };
 
 /* fixed shapes, --set does not reshape them: no least_work hook (native_context_T262144's

@@ -48,7 +48,7 @@ static float *dev_in_unaligned(Ctx *c, const char *name, const float *x, size_t 
  * scalars though D_k and D_v are multiples of 4, the recurrent kernel single
  * rows). */
 static void check_layer(const Test *t, Ctx *c, int variant, int unaligned) {
-    Shape row = t->shape, sh = row;
+    Shape row = *t->shape, sh = row;
     if (layer_variant_refuses(c, &layer_variants[variant], &row)) return;
     for (int map = HEAD_MAP_TILED; map <= HEAD_MAP_BLOCK && !test_failed(c); map++) {
         row.head_map = map;
@@ -77,7 +77,7 @@ static void t_recurrent_unaligned(const Test *t, Ctx *c) { check_layer(t, c, LAY
  * No token: every layer kernel copies the state; o has no element. */
 
 static void t_no_tokens(const Test *t, Ctx *c) {
-    const Shape *sh = &t->shape;
+    const Shape *sh = t->shape;
     KdnShape s = {0, sh->n_seqs, sh->H_k, sh->H_v, sh->D_k, sh->D_v, sh->chunk, sh->head_map};
     size_t n_state = (size_t)s.n_seqs * s.H_v * s.D_k * s.D_v;
     float *state = host_f(c, n_state), *one = host_f(c, 1);
@@ -316,20 +316,20 @@ static void t_refusals(const Test *t, Ctx *c) {
 
 static const Test tests[] = {
     /* D_k 70 and D_v 33: neither a multiple of 4, partial quads in every load */
-    {8, "two_launch_scalar_odd_dims", "two_launch", TOL_CHUNK, {DIMS(77, 2, 2, 4, 70, 33, 64), .state = 1}, t_scalar_loads},
-    {8, "two_launch_scalar_c32", "two_launch", TOL_CHUNK, {DIMS(45, 1, 1, 3, 33, 70, 32), .state = 1}, t_scalar_loads},
-    {8, "two_launch_unaligned_q", "two_launch", TOL_CHUNK, {DIMS(70, 1, 2, 4, 64, 64, 64), .state = 1}, t_unaligned},
+    {8, "two_launch_scalar_odd_dims", "two_launch", TOL_CHUNK, CASE(DIMS(77, 2, 2, 4, 70, 33, 64), .state = 1), t_scalar_loads},
+    {8, "two_launch_scalar_c32", "two_launch", TOL_CHUNK, CASE(DIMS(45, 1, 1, 3, 33, 70, 32), .state = 1), t_scalar_loads},
+    {8, "two_launch_unaligned_q", "two_launch", TOL_CHUNK, CASE(DIMS(70, 1, 2, 4, 64, 64, 64), .state = 1), t_unaligned},
     /* 128 < D_k <= 256: the recurrent kernel's 16 registers of state per lane, rows masked or not */
-    {8, "recurrent_Dk200", "recurrent", TOL_CHUNK, {DIMS(20, 1, 1, 2, 200, 40, 64), .state = 1}, t_recurrent},
-    {8, "recurrent_Dk256", "recurrent", TOL_CHUNK, {DIMS(9, 1, 1, 1, 256, 20, 64), .state = 1}, t_recurrent},
+    {8, "recurrent_Dk200", "recurrent", TOL_CHUNK, CASE(DIMS(20, 1, 1, 2, 200, 40, 64), .state = 1), t_recurrent},
+    {8, "recurrent_Dk256", "recurrent", TOL_CHUNK, CASE(DIMS(9, 1, 1, 1, 256, 20, 64), .state = 1), t_recurrent},
     /* q off 16-byte alignment: the recurrent kernel's single-row loads (no 16-byte row runs) */
-    {8, "recurrent_unaligned_q", "recurrent", TOL_CHUNK, {DIMS(20, 2, 2, 4, 64, 40, 64), .state = 1},
+    {8, "recurrent_unaligned_q", "recurrent", TOL_CHUNK, CASE(DIMS(20, 2, 2, 4, 64, 40, 64), .state = 1),
      t_recurrent_unaligned},
-    {8, "layers_T0", "all", TOL_EXACT, {DIMS(0, 2, 1, 2, 40, 36, 32)}, t_no_tokens},
-    {8, "kernel_refusals", "all", TOL_EXACT, {0}, t_refusals},
+    {8, "layers_T0", "all", TOL_EXACT, CASE(DIMS(0, 2, 1, 2, 40, 36, 32)), t_no_tokens},
+    {8, "kernel_refusals", "all", TOL_EXACT, CASE(0), t_refusals},
 };
 
 /* The layer rows run their shape (layers_T0: none); kernel_refusals a fixed one. */
-static Work least_work(const Test *t) { return t->run == t_refusals ? (Work){0, 0} : dn_layer_work(&t->shape); }
+static Work least_work(const Test *t) { return t->run == t_refusals ? (Work){0, 0} : dn_layer_work(t->shape); }
 
 const TestList phase8_paths_tests = {tests, sizeof tests / sizeof tests[0], least_work, false, layer_shape_from_files};

@@ -4,7 +4,7 @@
 #ifndef PHASES_H
 #define PHASES_H
 
-#include "../harness/harness.h"
+#include "shape.h"
 
 extern const TestList phase1_tests; /* element-wise */
 extern const TestList phase2_tests; /* triangular, incl. the solve */
@@ -18,9 +18,13 @@ extern const TestList phase8_gdn_tests; /* the library's entry point (phase 8 to
 extern const TestList phase8_golden_tests; /* conventions pinned by hand (phase 8 too) */
 extern const TestList phase8_paths_tests; /* scalar loads, T = 0, refusals (phase 8 too) */
 extern const TestList phase8_numerics_tests; /* non-finite inputs, decay range, ggml draws, limits (phase 8 too) */
-/* All of them in ladder order (ladder.c), as the runner takes them. */
-extern const TestList *const ladder_tables[];
-extern const int ladder_table_count;
+/* All of them in ladder order, with the --set keys of Shape, as the
+ * harness takes them (ladder.c). */
+const Suite *ladder_suite(void);
+/* The largest D_k --set and --load take: the widest layer kernel's (kdn.h's
+ * KdnLimits); a row whose kernels take less skips the shape, saying so
+ * (phases/layer_variants.c). */
+int widest_D_k(void);
 
 /* Tolerance classes; docs/tolerances.md gives the error analysis.
  * U is fp32's unit roundoff 2^-24. */

@@ -4,7 +4,7 @@
 #ifndef PIPELINE_H
 #define PIPELINE_H
 
-#include "../harness/harness.h"
+#include "shape.h"
 #include "../kernels/kdn.h"
 #include "deltanet_data.h"
 

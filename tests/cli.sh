@@ -161,6 +161,9 @@ expect 0 "phase 1" --phase "${long_phases}2"
 expect 2 "select no test together: 'sigmoid' is in phase 1" --test sigmoid --phase 8
 expect 2 "ambiguous option '--s': it could be --seed, --set" --s 3
 expect 2 "unknown option '--sx'" --sx 3
+# a mistyped option or --set key is named with the nearest there is
+expect 2 "unknown option '--sed'; did you mean --seed?" --sed 3
+expect 2 "--set 'T_=3': unknown key; did you mean T?" --set T_=3
 expect 2 "--reps has no effect without --bench" --reps 3 --phase 1
 expect 2 "--set has no effect with --load" --set T=5 --load /tmp
 expect 2 "--set has no effect: no selected test has a Delta-Net shape" --set T=5 --test sigmoid

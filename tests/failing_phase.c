@@ -8,7 +8,7 @@
 
 /* y = -x on the device, compared with -x (passes) or with +x (fails). */
 static void neg_against(const Test *t, Ctx *c, double sign) {
-    int n = t->shape.len;
+    int n = t->shape->len;
     float *x = host_f(c, n);
     double *want = host_d(c, n);
     fill_uniform(c, x, n, 1.0, 2.0);
@@ -22,8 +22,8 @@ static void t_right(const Test *t, Ctx *c) { neg_against(t, c, 1.0); }
 static void t_wrong(const Test *t, Ctx *c) { neg_against(t, c, -1.0); }
 
 static const Test tests[] = {
-    {1, "neg_right", "unfused", TOL_EXACT, {.len = 256}, t_right},
-    {1, "neg_wrong_reference", "unfused", TOL_EXACT, {.len = 256}, t_wrong},
+    {1, "neg_right", "unfused", TOL_EXACT, CASE(.len = 256), t_right},
+    {1, "neg_wrong_reference", "unfused", TOL_EXACT, CASE(.len = 256), t_wrong},
 };
 
 const TestList phase1_tests = {tests, sizeof tests / sizeof tests[0], NULL, false, NULL}; /* fixed, tiny shapes: no time estimate */

@@ -12,6 +12,7 @@
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static int checks, failures;
 
@@ -24,7 +25,7 @@ static int checks, failures;
         }                                                                      \
     } while (0)
 
-static const Test dummy = {1, "unit", "unfused", {0, 0, 0}, {0}, NULL};
+static const Test dummy = {1, "unit", "unfused", {0, 0, 0}, CASE(0), NULL};
 
 /* ---- comparison ---------------------------------------------------------- */
 static void test_compare(void) {
@@ -160,7 +161,7 @@ static void test_options(void) {
 /* ---- determinism and verdicts ------------------------------------------- */
 static void test_rng(void) {
     /* the same seed and name: the same stream; another seed or name: another */
-    static const Test other = {1, "unit2", "unfused", {0, 0, 0}, {0}, NULL};
+    const Test other = {1, "unit2", "unfused", {0, 0, 0}, CASE(0), NULL};
     Ctx a, b, c, d;
     ctx_begin(&a, &dummy, 1, false, 0, DEFAULT_MAX_MEM);
     ctx_begin(&b, &dummy, 1, false, 0, DEFAULT_MAX_MEM);
@@ -177,6 +178,53 @@ static void test_rng(void) {
     CHECK(other_seed);
     CHECK(other_name);
     ctx_end(&a), ctx_end(&b), ctx_end(&c), ctx_end(&d);
+}
+
+/* ---- renames ------------------------------------------------------------- */
+/* A log of one passing row of test `name`, variant `variant`, at path. */
+static int log_one(const char *path, const char *name, const char *variant) {
+    const Test row = {1, name, variant, {1e-6, 0, 0}, CASE(0), NULL};
+    TestResult r = {.test = &row, .passed = true, .compared = true, .max_diff = 1e-7};
+    Options o = {.seed = DEFAULT_SEED};
+    return write_log(path, &o, &r, 1);
+}
+
+/* Whether --compare OLD NEW finds no regression; the report goes to /dev/null. */
+static bool compares_clean(const char *old_log, const char *new_log) {
+    Options o = {.compare_old = old_log, .compare_new = new_log, .max_diff_growth = 2.0, .time_threshold_pct = 10.0};
+    FILE *sink = fopen("/dev/null", "w");
+    int rc = sink ? compare_logs(&o, sink) : 2;
+    if (sink) fclose(sink);
+    return rc == 0;
+}
+
+/* A rename the suite registers keeps the test's inputs (the seed hashes its
+ * former name) and a log under the former names compares with one under the
+ * current names; without the rename, neither holds. */
+static void test_renames(void) {
+    static const Rename renames[] = {{"unit", "unit_renamed"}, {"old_variant", "new_variant"}};
+    Suite with = *ladder_suite();
+    with.renames = renames, with.n_renames = 2;
+    const Test renamed = {1, "unit_renamed", "unfused", {0, 0, 0}, CASE(0), NULL};
+    char old_log[] = "/tmp/test_harness_old_XXXXXX", new_log[] = "/tmp/test_harness_new_XXXXXX";
+    int fo = mkstemp(old_log), fn = mkstemp(new_log);
+    CHECK(fo >= 0 && fn >= 0);
+    if (fo < 0 || fn < 0) return;
+    close(fo), close(fn);
+    for (int registered = 0; registered < 2; registered++) {
+        registry_use(registered ? &with : ladder_suite());
+        Ctx a, b;
+        ctx_begin(&a, &dummy, 7, false, 0, DEFAULT_MAX_MEM);
+        ctx_begin(&b, &renamed, 7, false, 0, DEFAULT_MAX_MEM);
+        bool same = true;
+        for (int i = 0; i < 16; i++) same &= rng_next(&a) == rng_next(&b);
+        CHECK(same == (registered == 1));
+        ctx_end(&a), ctx_end(&b);
+        CHECK(log_one(old_log, "unit", "old_variant") == 0 && log_one(new_log, "unit_renamed", "new_variant") == 0);
+        CHECK(compares_clean(old_log, new_log) == (registered == 1));
+    }
+    registry_use(ladder_suite());
+    unlink(old_log), unlink(new_log);
 }
 
 static void test_verdicts(void) {
@@ -246,7 +294,7 @@ static void run_spin_wait(const Test *t, Ctx *c) {
 }
 
 static bool runs_under(void (*fn)(const Test *, Ctx *), const char *expect_text, double max_seconds) {
-    Test t = {1, "unit_row", "unfused", {1e-6, 0, 0}, {0}, fn};
+    Test t = {1, "unit_row", "unfused", {1e-6, 0, 0}, CASE(0), fn};
     Options o;
     char err[256];
     parse(&o, err, NULL, NULL, NULL);
@@ -602,12 +650,13 @@ int main(void) {
         printf("test_harness: no device: %s\n", msg);
         return 77;
     }
-    registry_use(ladder_tables, ladder_table_count);
+    registry_use(ladder_suite());
     test_compare();
     test_compare_scaled();
     test_guards();
     test_options();
     test_rng();
+    test_renames();
     test_verdicts();
     test_runner();
     test_executor();

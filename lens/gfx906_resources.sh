@@ -3,7 +3,7 @@
 # (-Rpass-analysis=kernel-resource-usage): VGPRs, SGPRs, scratch, static LDS,
 # spills and the waves per SIMD they allow. Prints a Markdown table.
 #
-#   tools/gfx906_resources.sh [--check] FILE.cpp...
+#   lens/gfx906_resources.sh [--check] FILE.cpp...
 #
 # --check: exit 1 when a kernel exceeds gfx906's 64 KB of LDS, uses scratch
 # memory or spills VGPRs (every kernel, the ladder's too). SGPR

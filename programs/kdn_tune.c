@@ -25,8 +25,8 @@
  * max_t + 1 (TSV). Exit status: 0; 1 a refused file (the status's message
  * on stderr) or a failed run; 2 bad usage; 77 no device. On the CPU build
  * the times are emulation: the tool runs there for its tests only. */
-#include "../../kernels/backend/runtime.h"
-#include "../../kernels/gated_delta_net.h"
+#include "../kernels/backend/runtime.h"
+#include "../kernels/gated_delta_net.h"
 
 #include <stdint.h>
 #include <stdio.h>
