@@ -29,12 +29,13 @@ expect() { # expect STATUS WHAT CMD...
 # --- arguments: no arguments or an unknown option is bad usage (2) ---------------------------------------------
 for s in tools/gpu/ab.sh tools/gpu/decode_ref.sh tools/gpu/hotspots.sh tools/gpu/fla_ref.sh \
          tools/setup/rocm_chroot.sh integration/llama.cpp/apply_and_build.sh \
-         integration/llama.cpp/check_hip_build.sh integration/llama.cpp/check_on_gpu.sh; do
+         integration/llama.cpp/check_hip_build.sh integration/llama.cpp/check_on_gpu.sh \
+         integration/llama.cpp/check_patch.sh; do
     expect 2 "$s without arguments" bash "$s" && grep -q "usage\|$(basename "$s")" "$tmp/out" ||
         fail "$s: no usage line"
 done
 for s in tools/gpu/ab.sh integration/llama.cpp/apply_and_build.sh integration/llama.cpp/check_hip_build.sh \
-         integration/llama.cpp/check_on_gpu.sh; do
+         integration/llama.cpp/check_on_gpu.sh integration/llama.cpp/check_patch.sh; do
     expect 2 "$s --no-such-option" bash "$s" --no-such-option x y
 done
 for p in tools/gpu/sweep_table.py tools/report/tolerance_table.py integration/llama.cpp/code_objects.py; do
