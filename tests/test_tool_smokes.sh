@@ -29,12 +29,13 @@ expect() { # expect STATUS WHAT CMD...
 # --- arguments: no arguments or an unknown option is bad usage (2) ---------------------------------------------
 for s in tools/gpu/ab.sh tools/gpu/decode_ref.sh tools/gpu/hotspots.sh tools/gpu/fla_ref.sh \
          tools/setup/rocm_chroot.sh integration/llama.cpp/apply_and_build.sh \
-         integration/llama.cpp/check_hip_build.sh integration/llama.cpp/check_on_gpu.sh; do
+         integration/llama.cpp/check_hip_build.sh integration/llama.cpp/check_on_gpu.sh \
+         integration/llama.cpp/check_patch.sh; do
     expect 2 "$s without arguments" bash "$s" && grep -q "usage\|$(basename "$s")" "$tmp/out" ||
         fail "$s: no usage line"
 done
 for s in tools/gpu/ab.sh integration/llama.cpp/apply_and_build.sh integration/llama.cpp/check_hip_build.sh \
-         integration/llama.cpp/check_on_gpu.sh; do
+         integration/llama.cpp/check_on_gpu.sh integration/llama.cpp/check_patch.sh; do
     expect 2 "$s --no-such-option" bash "$s" --no-such-option x y
 done
 for p in tools/gpu/sweep_table.py tools/report/tolerance_table.py integration/llama.cpp/code_objects.py; do
@@ -81,11 +82,21 @@ expect 1 "decode_ref.sh on a source without the kernel" bash tools/gpu/decode_re
 
 # check_on_gpu.sh --dry-run: arguments checked, the plan printed; --rounds 0 is bad usage
 expect 0 "check_on_gpu.sh --dry-run" bash integration/llama.cpp/check_on_gpu.sh --dry-run --rounds 2 "$tmp" "$tmp/chk" &&
-    { grep -q 'perf (x2)' "$tmp/out" || fail "check_on_gpu.sh --dry-run: $(cat "$tmp/out")"; }
+    { grep -q 'perf (x2)' "$tmp/out" && [ "$(grep -c 'new test_gated_delta_net(.*K=' "$tmp/out")" = 12 ] || fail "check_on_gpu.sh --dry-run: $(cat "$tmp/out")"; }
 expect 2 "check_on_gpu.sh --rounds 0" bash integration/llama.cpp/check_on_gpu.sh --rounds 0 "$tmp" "$tmp/chk"
 # --device: every run on the card named (the second of two cards); the default is the first
 expect 0 "check_on_gpu.sh --device" bash integration/llama.cpp/check_on_gpu.sh --dry-run --backend hip --device ROCm1 "$tmp" "$tmp/chk" &&
     { grep -q -- '-b ROCm1 and fusion_check ROCm1' "$tmp/out" || fail "check_on_gpu.sh --device: $(cat "$tmp/out")"; }
+
+# mtp_perf_cases.sh: the 12 MTP verify cases inside make_test_cases_perf() of a stand-in file, once
+printf 'static cases make_test_cases() {\n    c(new test_gated_delta_net(1));\n}\nstatic cases make_test_cases_perf() {\n    c(new test_gated_delta_net(2));\n    return c;\n}\nint after;\n' > "$tmp/tbo.cpp"
+expect 0 "mtp_perf_cases.sh" bash integration/llama.cpp/mtp_perf_cases.sh "$tmp/tbo.cpp" &&
+    expect 0 "mtp_perf_cases.sh again" bash integration/llama.cpp/mtp_perf_cases.sh "$tmp/tbo.cpp" &&
+    { awk '/make_test_cases_perf/ { p = 1 } p && /K=\*\/[234]\)\);$/ { n++ } /^}/ { p = 0 } END { exit n != 12 }' "$tmp/tbo.cpp" &&
+      [ "$(grep -c 'test_gated_delta_net' "$tmp/tbo.cpp")" = 14 ] ||
+      fail "mtp_perf_cases.sh: not 12 cases in make_test_cases_perf(): $(cat "$tmp/tbo.cpp")"; }
+grep -q 'test_gated_delta_net(2)' "$tmp/tbo.cpp" && printf 'int x;\n' > "$tmp/none.cpp" &&
+    expect 1 "mtp_perf_cases.sh on a file without perf cases" bash integration/llama.cpp/mtp_perf_cases.sh "$tmp/none.cpp"
 
 # apply_and_build.sh on a tree older than the op form the patch needs: refused with that message (1)
 mkdir -p "$tmp/old/src/ggml-cuda" && echo '// no snapshot-cache fusion' > "$tmp/old/src/ggml-cuda/gated_delta_net.cuh"

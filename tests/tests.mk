@@ -35,6 +35,8 @@
 #   the end-to-end tools on hand-made data and stand-in programs (tests/test_e2e_tools.sh),
 #   every other script of tools/ and integration/ parsing its arguments, and a tiny case where one runs
 #   without a GPU (tests/test_tool_smokes.sh),
+#   ggml-kdn.patch on a tree made from its own context and that tree's variants, the state-gather elision
+#   refused (tests/test_patch_trees.sh),
 #   the graph-capture test's skip on the CPU build (tests/test_graph.c; make test-gfx906 compiles it for HIP),
 #   every phase of the ladder on the CPU build, its log compared with
 #   results/baseline-cpu.tsv (make baseline rewrites it): its lines shown
@@ -134,7 +136,8 @@ fuzz:
 # make check: the developer's loop, CPU only, no toolchain beyond gcc and
 # python3 (under 2 minutes on 2 cores once built): the harness's unit tests,
 # the include layers, the code's sizes, the planted faults' markers, tools/setup/deps.sh, the results
-# index and its files against the history and the docs (tests/results_check.py), the tree's words,
+# index and its files against the history and the docs (tests/results_check.py), ggml-kdn.patch on
+# trees made from its context (tests/test_patch_trees.sh), the tree's words,
 # the gfx906 simulator's self-test, the docs' links and README.md's ladder table (tests/docs_check.py),
 # and the ladder's quick rows against the baseline.
 # make test (CI) runs all of these and everything else.
@@ -148,6 +151,7 @@ check:
 	@$(MAKE) --no-print-directory test-tuning
 	@python3 tools/report/results_index.py --check
 	@python3 tests/results_check.py --self-test && python3 tests/results_check.py
+	@sh tests/test_patch_trees.sh
 	@$(MAKE) --no-print-directory test-history-check
 	@python3 -m lens selftest
 	@python3 tests/docs_check.py --self-test && python3 tests/docs_check.py build/cpu/test_deltanet
@@ -256,6 +260,7 @@ test:
 	@sh tests/test_symbols.sh cpu
 	@sh tests/test_e2e_tools.sh
 	@sh tests/test_tool_smokes.sh build/cpu/test_deltanet
+	@sh tests/test_patch_trees.sh
 	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_graph && { build/cpu/test_graph; [ $$? = 77 ]; }
 	@$(MAKE) --no-print-directory BACKEND=cpu test-report
 	@$(MAKE) --no-print-directory BACKEND=cpu test-schedules

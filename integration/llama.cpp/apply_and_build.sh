@@ -13,11 +13,14 @@
 #     --no-kdn             build the same tree with -DGGML_KDN=OFF (the stock kernel), for comparisons
 #     -- ARGS...           further arguments for the CMake configure step
 # The patch is applied once (a tree that already has it is left as it is). Exit status: 0 built, 1 the patch or the
-# build failed, 2 bad usage or libkdn not found by pkg-config.
+# build failed, 2 bad usage or libkdn not found by pkg-config, 3 a tree the patch must not go into although it
+# applies: one that elides the recurrent-state gather (unsupported_trees.sh; nothing is changed).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 patch_file="$here/ggml-kdn.patch"
+# shellcheck source=unsupported_trees.sh
+. "$here/unsupported_trees.sh"
 backend=hip target="" prefix=/usr/local build_dir="" targets="" apply_only=0 kdn=ON
 extra=()
 
@@ -63,6 +66,9 @@ needs_form="the GATED_DELTA_NET form with K snapshots in dst (ggml_gated_delta_n
   d99724f, Aug 2026, or a llama.cpp of that time)"
 grep -q 'ggml_cuda_gated_delta_net_fused_cache' "$ggml_dir/src/ggml-cuda/gated_delta_net.cuh" 2> /dev/null ||
     die "$ggml_dir is older than $needs_form"
+if elision=$(kdn_state_gather_elision "$ggml_dir"); then
+    die "$(kdn_state_gather_elision_message "$ggml_dir" "$elision")" 3
+fi
 if patch -d "$ggml_dir" -p1 -R --dry-run -s -f < "$patch_file" > /dev/null 2>&1; then
     echo "apply_and_build.sh: the patch is already applied in $ggml_dir"
 elif patch -d "$ggml_dir" -p1 --dry-run -s -f < "$patch_file" > /dev/null 2>&1; then

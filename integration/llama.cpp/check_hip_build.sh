@@ -18,7 +18,8 @@
 # the caller and never part of this repository. ROCM6_CHROOT=DIR reuses a chroot (see tools/setup/rocm_chroot.sh;
 # the ggml build adds cmake, ninja-build, pkg-config, libhipblas-dev and librocblas-dev to it). About 20
 # CPU-minutes and 6 GB. Exit status: 0 every check holds, 1 a check failed or the build did, 2 bad usage,
-# 77 the chroot cannot be made here (the reason is printed).
+# 3 apply_and_build.sh refused the tree (README.md, "Which trees"), 77 the chroot cannot be made here (the reason
+# is printed).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
         --label)  label=${2:?}; shift 2 ;;
         --report) report=${2:?}; shift 2 ;;
         --targets) targets=${2:?}; shift 2 ;;
-        -h|--help) sed -n '2,21p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
+        -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
         -*) echo "check_hip_build.sh: unknown option $1" >&2; exit 2 ;;
         *) [ -z "${src:-}" ] || { echo "check_hip_build.sh: one tree only" >&2; exit 2; }; src=$1; shift ;;
     esac

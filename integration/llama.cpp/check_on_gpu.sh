@@ -4,7 +4,8 @@
 # GATED_DELTA_NET in test mode (against ggml's CPU backend) and in perf mode, each with libkdn and with ggml's own
 # kernel (GGML_KDN_DISABLE=1, the same binary; on CUDA perf also with ggml's PDL off), tabulates the perf runs, and
 # runs fusion_check.cpp (the op fused with the copy of its snapshots into a cache, which test-backend-ops never
-# builds) both ways.
+# builds) both ways. Before the build it adds the MTP verify perf cases to the checkout's test-backend-ops.cpp
+# (mtp_perf_cases.sh: T = 2, 3, 4 tokens with K = T snapshots, 32 and 48 value heads, 1 and 4 sequences).
 #
 #   integration/llama.cpp/check_on_gpu.sh [--backend cuda|hip] [--target T] [--prefix DIR] [--rounds N]
 #                                         [--device NAME] [--build-only | --skip-build | --dry-run]
@@ -51,8 +52,10 @@ esac
 step() { echo "check_on_gpu.sh: $*"; }
 if [ "$dry_run" = 1 ]; then
     step "would build libkdn ($backend, $make_target) into $prefix, patch and build $src in $build, then run" \
-         "test-backend-ops test and perf (x$rounds) -o GATED_DELTA_NET -b $device and fusion_check $device into $out"
-    exit 0
+         "test-backend-ops test and perf (x$rounds) -o GATED_DELTA_NET -b $device and fusion_check $device into $out;" \
+         "perf cases added to $src/tests/test-backend-ops.cpp:"
+    "$here/mtp_perf_cases.sh" --print "$src/tests/test-backend-ops.cpp"
+    exit
 fi
 
 if [ "$skip_build" = 0 ]; then
@@ -61,10 +64,12 @@ if [ "$skip_build" = 0 ]; then
     (cd "$root" && make lib BACKEND="$backend" "$arch_var=$make_target" -j"$(nproc)" &&
         make install BACKEND="$backend" "$arch_var=$make_target" PREFIX="$prefix") > "$out/lib.log" 2>&1 ||
         { step "libkdn build failed (lib.log)"; tail -20 "$out/lib.log"; exit 1; }
+    "$here/mtp_perf_cases.sh" "$src/tests/test-backend-ops.cpp" > "$out/build.log" 2>&1 ||
+        { step "the MTP verify perf cases were not added (build.log)"; cat "$out/build.log"; exit 1; }
     step "ggml with the patch -> $build"
     SECONDS=0
     "$here/apply_and_build.sh" --backend "$backend" --target "$target" --prefix "$prefix" --build-dir "$build" \
-        --targets test-backend-ops "$src" -- "${speed_flags[@]}" > "$out/build.log" 2>&1 ||
+        --targets test-backend-ops "$src" -- "${speed_flags[@]}" >> "$out/build.log" 2>&1 ||
         { step "build failed (build.log)"; tail -30 "$out/build.log"; exit 1; }
     step "built in ${SECONDS}s"
     # fusion_check links the ggml just built (its libraries sit in bin/ in llama.cpp, src/... in ggml)
