@@ -14,8 +14,8 @@ calibrate targets):
 import os
 import sys
 
-from lens.codeobj import ROOT
-from lens.gate import check, CODE_TABLE, LOOPS_TABLE, REGRESSION, SIM_TABLE, save_tables, toolchain_name
+from lens.codeobj import ROOT, toolchain_name
+from lens.gate import check, CODE_TABLE, LOOPS_TABLE, REGRESSION, SIM_TABLE, save_tables
 from lens.product import SHAPES, PRODUCT_SRC, print_rows, product_rows
 from lens.program import Objects
 from lens.selftest import selftest

@@ -235,7 +235,7 @@ class CU:
 
     # ---- fast-forward: loops whose iterations repeat ---------------------------------------------
     # When every live wave of the CU is inside one loop (any depth: the chunk loop of a kernel holds
-    # its inner loops) whose last iterations took, per wave, the same path in periods within 5 %
+    # its inner loops) whose last iterations took, per wave, the same path in periods within 2 %
     # of each other, the CU is in a periodic state: the simulator shifts every clock of the CU
     # forward by n periods and each wave n iterations on (at its next arrival at the loop's header),
     # where n leaves two iterations before any wave's path changes. n comes from replaying the
