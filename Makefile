@@ -276,7 +276,8 @@ resources-check: $(TOOLCHAIN_READY)
 #                       product's kernels and paths simulated at the Qwen3-Next shapes ->
 #                       results/gfx906-sim.tsv (this toolchain's rows; -loops.tsv, -code.tsv beside)
 #                       SIM_TOOLCHAIN / SIM_OBJECTS: another toolchain's label and code objects
-#   make isa-check      the gates make test runs where hipcc exists (static; simulated time <= +5 %)
+#   make isa-check      the gates make test runs where hipcc exists (static; simulated time <= +5 %;
+#                       the fast-forward within 1 % of clock by clock)
 #   make isa-vs-llama GGML=DIR   llama.cpp's own kernel (from the ggml or llama.cpp checkout DIR, built
 #                       for gfx906 under build/, never kept) and libkdn simulated at the same shapes ->
 #                       results/gfx906-vs-llama.tsv
@@ -295,6 +296,7 @@ isa: $(TOOLCHAIN_READY)
 isa-check: $(TOOLCHAIN_READY)
 	@$(ISA_ENV) python3 -m lens isa-check
 	@$(ISA_ENV) python3 -m lens check $(SIM_ARGS)
+	@$(ISA_ENV) python3 -m lens ff-check $(SIM_ARGS)
 # ggml's HIP sources include hipBLAS's header: TOOLCHAIN=rocm6 or rocm7 installs it in the chroot (setup --ggml);
 # the host's hipcc needs it installed (Debian: libhipblas-dev), else the target says so and stops (77).
 GGML_READY ?= ggml-headers

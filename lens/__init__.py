@@ -50,6 +50,7 @@ Stages, one module each, each importing only the ones above it:
   work         the product kernels' work (the floors)
   product      the launches kdn_gated_delta_net makes (launches.cpp records them), simulated, cached
   gate         the tables in results/ and make test's gate on them
+  ffcheck      the fast-forward against clock by clock on product launches (make isa-check)
   static       the ISA report and static gates (resources, loops, serialised loads)
   vs_llama     llama.cpp's kernel simulated beside libkdn
   figures      docs/performance.md's tables from results/gfx906-sim.tsv

@@ -14,7 +14,7 @@ import os
 import struct
 import subprocess
 
-from lens.codeobj import ROOT, build, build_ggml, demangle
+from lens.codeobj import ROOT, build, build_ggml, demangle, toolchain_key
 from lens.device import simulate
 from lens.ggml import case_kernel, find_kernel
 from lens.launch import Launch
@@ -123,7 +123,7 @@ def kernel_rows():
             continue
         if (commit, src) not in objects:
             tree = ggml_tree(commit)
-            outdir = os.path.join(ROOT, "build/calib", "co-" + commit)
+            outdir = os.path.join(ROOT, "build/calib", "co-%s-%s" % (toolchain_key(), commit))
             os.makedirs(outdir, exist_ok=True)
             objects[(commit, src)] = tree and Objects([build_ggml(tree, src, outdir)])
         if objects[(commit, src)] is None:

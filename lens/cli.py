@@ -7,18 +7,20 @@ calibrate targets):
   python3 -m lens calibrate [OUT.tsv]           calibration kernels -> results/gfx906-calibration.tsv
   python3 -m lens table [TOOLCHAIN CO_DIR]      the product simulated -> results/gfx906-sim.tsv
   python3 -m lens check [TOOLCHAIN CO_DIR]      the simulated-time gate against that table
+  python3 -m lens ff-check [TOOLCHAIN CO_DIR]   fast-forward against clock by clock (ffcheck.py)
   python3 -m lens vs-llama GGML_DIR [TOOLCHAIN CO_DIR]   llama.cpp's kernel beside libkdn (vs_llama.py)
   python3 -m lens figures [TOOLCHAIN]           docs/performance.md's MI50 tables (figures.py)
 """
 import os
 import sys
 
-from lens.codeobj import ROOT
-from lens.gate import check, CODE_TABLE, LOOPS_TABLE, REGRESSION, SIM_TABLE, save_tables, toolchain_name
+from lens.codeobj import ROOT, toolchain_name
+from lens.gate import check, CODE_TABLE, LOOPS_TABLE, REGRESSION, SIM_TABLE, save_tables
 from lens.product import SHAPES, PRODUCT_SRC, print_rows, product_rows
 from lens.program import Objects
 from lens.selftest import selftest
 from lens import calibrate, static, vs_llama
+from lens.ffcheck import ff_check
 from lens.figures import figures
 
 
@@ -39,11 +41,18 @@ def main(argv):
         return 1 if fails else 0
     if cmd == "calibrate":
         return calibrate.main(argv)
-    if cmd in ("table", "check"):
+    if cmd in ("table", "check", "ff-check"):
         # table|check [TOOLCHAIN CO_DIR]: default the local hipcc's, build/isa
         toolchain = argv[2] if len(argv) > 3 else toolchain_name()
         co_dir = argv[3] if len(argv) > 3 else os.path.join(ROOT, "build/isa")
         objects = Objects([os.path.join(co_dir, f + ".co") for f in PRODUCT_SRC])
+        if cmd == "ff-check":
+            fails = ff_check(objects)
+            for f in fails:
+                print("gfx906 simulator " + f, file=sys.stderr)
+            print("gfx906 simulator fast-forward check: %s" % ("%d failures" % len(fails) if fails else
+                                                              "within 1 % of clock by clock"))
+            return 1 if fails else 0
         if cmd == "check":
             res = check(objects, toolchain)
             if res is None:

@@ -1,5 +1,6 @@
 """A gfx906 code object: built with hipcc, its metadata (llvm-readelf --notes) and its disassembly
 (llvm-objdump -d --mcpu=gfx906)."""
+import hashlib
 import os
 import re
 import shutil
@@ -24,6 +25,22 @@ def tool(env, *names):
         if shutil.which(n):
             return n
     sys.exit("lens: none of %s found (set %s)" % (", ".join(names), env))
+
+
+def toolchain_name():
+    """'rocm' + the HIP version hipcc reports (major.minor), e.g. rocm5.2."""
+    m = re.search(r"HIP version: (\d+\.\d+)", hipcc_version())
+    return "rocm" + m.group(1) if m else "rocm"
+
+
+def toolchain_key():
+    """The toolchain's name and a hash of all hipcc --version says (compiler and LLVM builds): what
+    keeps code objects of two toolchains apart in a cache directory."""
+    return "%s-%s" % (toolchain_name(), hashlib.sha1(hipcc_version().encode()).hexdigest()[:8])
+
+
+def hipcc_version():
+    return subprocess.run([tool("HIPCC", "hipcc"), "--version"], capture_output=True, text=True).stdout
 
 
 # ---- build ---------------------------------------------------------------------

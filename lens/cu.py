@@ -10,6 +10,7 @@ from lens.semantics import Regs, exec_mask, set64, uniform
 # ---- timing: one CU --------------------------------------------------------------------------
 INF = float("inf")
 UNKNOWN_MAX = 1000  # branches on unknown values one CU may take (the product kernels take none)
+PERIOD_SPREAD = 1.1  # the live waves' loop periods agree within this factor for a fast-forward
 TYPE_BIT = {"valu": 1, "salu": 2, "lds": 4, "vmem": 8, "smem": 16, "branch": 32, "internal": 0}
 
 
@@ -104,6 +105,7 @@ class CU:
         self.fast = fast
         self.history = []   # (clock, CU counters) at loop arrivals: rates for fast-forward
         self.skipped = 0    # clocks fast-forwarded
+        self.phase = 0      # the clock the live waves last changed (a wave ended): older periods are stale
 
     def stall(self, w, x, cause, clocks):
         if clocks > 0:
@@ -203,6 +205,7 @@ class CU:
         if nxt == -1:
             w.done = True
             w.end = t + 4
+            self.phase = t
             w.ready = INF
             self.release(w.wg, t)
             return 0
@@ -232,17 +235,21 @@ class CU:
 
     # ---- fast-forward: loops whose iterations repeat ---------------------------------------------
     # When every live wave of the CU is inside one loop (any depth: the chunk loop of a kernel holds
-    # its inner loops) whose last iterations took, per wave, the same path in periods within 1.5x
+    # its inner loops) whose last iterations took, per wave, the same path in periods within 2 %
     # of each other, the CU is in a periodic state: the simulator shifts every clock of the CU
     # forward by n periods and each wave n iterations on (at its next arrival at the loop's header),
     # where n leaves two iterations before any wave's path changes. n comes from replaying the
     # loop's control slice (the instructions its branches, exec and conditions depend on): the
     # replayed registers are exact after the jump (loop counters, exec masks that shrink lane by
     # lane); every other register moves by n times its step, or becomes unknown if irregular.
-    # Busy and stall counters grow by their rates over the observed iterations.
+    # Busy and stall counters grow by their rates over the observed iterations (VALU busy per SIMD).
+    # The observed iterations must all lie after the last wave ended (when one ends the others speed
+    # up: a period from before is stale), and the live waves' periods must agree within PERIOD_SPREAD
+    # (a wave the issue order starves runs a far longer period, which a jump of whole iterations of
+    # each wave would round away).
 
     def counters(self):
-        return (sum(self.valu_busy), self.lds_busy, self.vmem_busy, self.vmem_bytes, self.lds_bytes)
+        return tuple(self.valu_busy) + (self.lds_busy, self.vmem_busy, self.vmem_bytes, self.lds_bytes)
 
     def arrived(self, w, h, t):
         r = w.r
@@ -272,6 +279,9 @@ class CU:
         return self.fast_forward(live, t, h)
 
     def fast_forward(self, live, t, h):
+        periods = [v.steady[h][1] for v in live]
+        if max(periods) > PERIOD_SPREAD * min(periods) or any(v.hist[h][0][0] < self.phase for v in live):
+            return 0
         # the clocks every wave can skip: each wave stops two iterations before its path changes
         shift, plans = INF, {}
         for v in live:
@@ -285,17 +295,21 @@ class CU:
         for v in live:  # the waves of a workgroup skip alike (their barriers pair up)
             n = int(shift // v.steady[h][1])
             skip[v.wg] = min(skip.get(v.wg, n), n)
-        shift = int(shift) // 4 * 4
+        # whole iterations: the clocks of the skipped iterations, not the clocks before the stop (a
+        # wave shifted by more than its skipped iterations' clocks would lose the difference)
+        shift = int(min(skip[v.wg] * v.steady[h][1] for v in live)) // 4 * 4
         start = min(v.hist[h][0][0] for v in live)
         base = next((c for tt, c in self.history if tt >= start), None)
         if base is not None and t > start:
             now = self.counters()
-            rate = [(a - b) / (t - start) for a, b in zip(now, base)]
-            self.valu_busy[0] += rate[0] * shift
-            self.lds_busy += rate[1] * shift
-            self.vmem_busy += rate[2] * shift
-            self.vmem_bytes += rate[3] * shift
-            self.lds_bytes += rate[4] * shift
+            rate = [(a - b) / (t - start) * shift for a, b in zip(now, base)]
+            for s in range(SIMDS):
+                self.valu_busy[s] += rate[s]
+            lds, vmem, vmem_bytes, lds_bytes = rate[SIMDS:]
+            self.lds_busy += lds
+            self.vmem_busy += vmem
+            self.vmem_bytes += vmem_bytes
+            self.lds_bytes += lds_bytes
         for v in live:
             hs = v.hist[h]
             iters = len(hs) - 1

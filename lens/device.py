@@ -15,8 +15,9 @@ def wg_coords(i, grid):
     return (i % grid[0], i // grid[0] % grid[1], i // (grid[0] * grid[1]))
 
 
-def run_rounds(code, launch, clock):
-    """[(count, size, CU clocks, CU)]: the rounds of a launch, each one simulated CU at this clock."""
+def run_rounds(code, launch, clock, fast=True):
+    """[(count, size, CU clocks, CU)]: the rounds of a launch, each one simulated CU at this clock
+    (fast: long loops fast-forwarded)."""
     n = launch.grid[0] * launch.grid[1] * launch.grid[2]
     per_cu, _ = workgroups_per_cu(code, launch)
     if per_cu == 0:
@@ -29,7 +30,7 @@ def run_rounds(code, launch, clock):
             continue
         first = (full * slots) if size != slots else 0
         ids = [wg_coords(first + i * CUS, launch.grid) for i in range(-(-size // CUS)) if i * CUS < size]
-        cu = CU(code, launch, ids, clock=clock)
+        cu = CU(code, launch, ids, fast=fast, clock=clock)
         rounds.append((count, size, cu.run(), cu))
     return rounds
 

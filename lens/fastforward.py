@@ -43,14 +43,15 @@ KEEP = 4  # arrivals at a loop header a wave keeps: a steady state needs them al
 
 def steady_state(hs, h):
     """(header, period, signature) when a wave's last KEEP arrivals at a loop header repeat: the
-    same path (instructions issued, branch targets) and periods within 1.5x of each other."""
+    same path (instructions issued, branch targets) and periods within 2 % of each other (a looser
+    spread takes a loop's warm-up iterations for its period)."""
     if len(hs) < KEEP:
         return None
     sigs = {(b[2] - a[2], b[3] - a[3]) for a, b in zip(hs, hs[1:])}
     if len(sigs) != 1:
         return None
     periods = [b[0] - a[0] for a, b in zip(hs, hs[1:])]
-    if max(periods) > 1.5 * min(periods) or min(periods) <= 0:
+    if max(periods) > 1.02 * min(periods) or min(periods) <= 0:
         return None
     return (h, sum(periods) / len(periods), sigs.pop())
 

@@ -1,10 +1,8 @@
 """The product tables in results/ and the gate (make test): no product kernel's simulated time more
 than 5 % over the table."""
 import os
-import re
-import subprocess
 
-from lens.codeobj import ROOT, tool
+from lens.codeobj import ROOT
 from lens.launch import Launch
 from lens.product import HEADS, SIM_COLS, code_key, floor_work, recorded_launches, simulate_cached
 
@@ -104,9 +102,3 @@ def check(objects, toolchain):
                     worst_loop(toolchain, r["kernel"], shape, got["stalls"])))
     return fails, checked
 
-
-def toolchain_name():
-    """'rocm' + the HIP version hipcc reports (major.minor), e.g. rocm5.2."""
-    out = subprocess.run([tool("HIPCC", "hipcc"), "--version"], capture_output=True, text=True).stdout
-    m = re.search(r"HIP version: (\d+\.\d+)", out)
-    return "rocm" + m.group(1) if m else "rocm"

@@ -1,6 +1,7 @@
 """The simulated MI50: its physical parameters."""
 
 # ---- the machine: physical parameters ----------------------------------------------------------
+# docs/lens-constants.md gives each constant's source, or that it has none and its sensitivity.
 # Calibrated against published gfx906 measurements (results/gfx906-calibration.tsv): HBM_BYTES_PER_S,
 # LDS_BYTES_PER_CLK, the clocks under load and the dispatch floor below. Taken from the Vega ISA manual /
 # the MI50 data sheet: the rest. Latencies are in clocks at CLOCK; the memory-side ones (LAT_VMEM,

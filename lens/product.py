@@ -111,7 +111,7 @@ def code_key(code):
 
 # The simulator's rules, versioned: raise it with every change that can move a simulated time (the
 # gate then simulates every kernel again instead of taking the table's times for unchanged code).
-SIM_VERSION = "3"
+SIM_VERSION = "4"
 
 
 # Simulated launches, on disk: the simulation is deterministic, so a launch of code whose key (its

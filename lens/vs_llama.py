@@ -20,9 +20,9 @@ simulation, not a measurement.
 import os
 import sys
 
-from lens.codeobj import ROOT, build, build_ggml
+from lens.codeobj import ROOT, build, build_ggml, toolchain_name
 from lens.calibrate import band, bands
-from lens.gate import merge_tsv, toolchain_name
+from lens.gate import merge_tsv
 from lens.ggml import find_kernel, gdn_kernel, gdn_launch
 from lens.product import PRODUCT_SRC, product_rows, simulate_cached
 from lens.program import Objects
