@@ -4,7 +4,7 @@
   python3 -m lens peers FORK_DIR [TOOLCHAIN CO_DIR]  (make peers PEERS_FORK=DIR) -> results/gfx906-peers.tsv
 
 A kernel style's band is the range of its out-of-sample ratios (predicted over measured, every row of the
-style in the validation table, misses included): a simulated time t stands for a real one in
+style in the validation table, misses included, and 1): a simulated time t stands for a real one in
 [t / high, t / low]. The peers table simulates libkdn's call (its automatic path) and the fork's kernels
 (lens/fork.py: the LDS-slab prefill kernel for T > 1, the column-per-wave decode kernel for T = 1, as the
 fork's launcher picks) at the same shapes with the same lens; ratio = fork / libkdn (> 1: libkdn faster),
@@ -29,11 +29,12 @@ def read_tsv(path):
 
 
 def derive_bands(calibration_rows):
-    """[style, rows, low, high] per style: the least and greatest ratio of its rows (as the table prints them)."""
+    """[style, rows, low, high] per style: the least and greatest ratio of its rows (as the table prints them),
+    and 1 (the simulated time itself stays inside its band: a style of one row still has a width)."""
     by = {}
     for r in calibration_rows:
         by.setdefault(r["style"], []).append(float(r["ratio"]))
-    return [[s, str(len(v)), "%.3f" % min(v), "%.3f" % max(v)] for s, v in sorted(by.items())]
+    return [[s, str(len(v)), "%.3f" % min(v + [1.0]), "%.3f" % max(v + [1.0])] for s, v in sorted(by.items())]
 
 
 def write_bands(path=BANDS):
