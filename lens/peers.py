@@ -66,7 +66,7 @@ def figure_band(us, style):
     return us / hi, us / lo
 
 
-# issue-44 shapes (T, B, H_v): prompts at 32, 48, 16, 12 and 8 value heads, B = 4, decode
+# the prompt goals' shapes (T, B, H_v): prompts at 32, 48, 16, 12 and 8 value heads, B = 4, decode
 SHAPES = [(1, 1, 32), (1, 4, 32), (512, 1, 32), (4096, 1, 32), (16384, 1, 32), (512, 1, 48), (2048, 1, 48),
           (512, 1, 16), (2048, 1, 16), (512, 1, 12), (2048, 1, 12), (512, 1, 8), (2048, 1, 8), (512, 4, 32),
           (4096, 4, 32)]
