@@ -1,69 +1,24 @@
-"""Bands from prediction error, and libkdn beside the best public gfx906 kernels.
+"""libkdn beside the best public gfx906 kernels.
 
-  python3 -m lens bands                              results/gfx906-bands.tsv from results/gfx906-calibration.tsv
+  python3 -m lens bands                              results/gfx906-bands.tsv (lens/bands.py)
   python3 -m lens peers FORK_DIR [TOOLCHAIN CO_DIR]  (make peers PEERS_FORK=DIR) -> results/gfx906-peers.tsv
 
-A kernel style's band is the range of its out-of-sample ratios (predicted over measured, every row of the
-style in the validation table, misses included, and 1): a simulated time t stands for a real one in
-[t / high, t / low]. The peers table simulates libkdn's call (its automatic path) and the fork's kernels
-(lens/fork.py: the LDS-slab prefill kernel for T > 1, the column-per-wave decode kernel for T = 1, as the
-fork's launcher picks) at the same shapes with the same lens; ratio = fork / libkdn (> 1: libkdn faster),
-at the centre and at both ends of the two bands. Every figure is a simulation, not a measurement."""
+The peers table simulates libkdn's call (its automatic path) and the fork's kernels (lens/fork.py: the
+LDS-slab prefill kernel for T > 1, the column-per-wave decode kernel for T = 1, as the fork's launcher picks)
+at the same shapes with the same lens; ratio = fork / libkdn (> 1: libkdn faster), at the centre and at both
+ends of the two bands (lens/bands.py). Every figure is a simulation, not a measurement."""
 import os
 import sys
 
+from lens import fork
+from lens.bands import BANDS, CALIBRATION, figure_band, style_of, write_bands
 from lens.codeobj import ROOT
+from lens.device import simulate
+from lens.gate import merge_tsv, toolchain_name
+from lens.product import product_rows
+from lens.vs_llama import product_objects
 
-CALIBRATION = os.path.join(ROOT, "results/gfx906-calibration.tsv")
-BANDS = os.path.join(ROOT, "results/gfx906-bands.tsv")
 PEERS = os.path.join(ROOT, "results/gfx906-peers.tsv")
-BAND_COLS = ["style", "rows", "low", "high"]
-
-
-def read_tsv(path):
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        head = f.readline().rstrip("\n").split("\t")
-        return [dict(zip(head, line.rstrip("\n").split("\t"))) for line in f if line.strip()]
-
-
-def derive_bands(calibration_rows):
-    """[style, rows, low, high] per style: the least and greatest ratio of its rows (as the table prints them),
-    and 1 (the simulated time itself stays inside its band: a style of one row still has a width)."""
-    by = {}
-    for r in calibration_rows:
-        by.setdefault(r["style"], []).append(float(r["ratio"]))
-    return [[s, str(len(v)), "%.3f" % min(v + [1.0]), "%.3f" % max(v + [1.0])] for s, v in sorted(by.items())]
-
-
-def write_bands(path=BANDS):
-    with open(path, "w") as f:
-        f.write("\t".join(BAND_COLS) + "\n")
-        for r in derive_bands(read_tsv(CALIBRATION)):
-            f.write("\t".join(r) + "\n")
-
-
-def style_of(kernel):
-    """The style of a product or peer kernel: a token loop in registers, an LDS-resident state pass
-    (chunked or slab), a decode kernel of columns per wave, or a memory-bound copy."""
-    if "gather" in kernel:
-        return "HBM matrix-vector"
-    if "recurrent" in kernel or "gated_delta_net_cuda" in kernel:
-        return "register-state token loop"
-    if "cpw" in kernel:
-        return "column-per-wave decode"
-    return "LDS state slab"
-
-
-def figure_band(us, style):
-    """(low, high) real time of a simulated time us of a kernel of this style, from results/gfx906-bands.tsv
-    (a style without rows there takes the widest band of all styles)."""
-    bands = {r["style"]: (float(r["low"]), float(r["high"])) for r in read_tsv(BANDS)}
-    if not bands:
-        return us, us
-    lo, hi = bands.get(style) or (min(v[0] for v in bands.values()), max(v[1] for v in bands.values()))
-    return us / hi, us / lo
 
 
 # the prompt goals' shapes (T, B, H_v): prompts at 32, 48, 16, 12 and 8 value heads, B = 4, decode
@@ -75,9 +30,6 @@ PEER_COLS = ["toolchain", "T", "B", "H_v", "ours_kernel", "ours_us", "ours_low",
 
 
 def peer_row(objects, forks, toolchain, T, B, H):
-    from lens import fork
-    from lens.device import simulate
-    from lens.product import product_rows
     rows = product_rows(objects, toolchain, shapes=[(T, B, H)], paths=(("auto", "auto"),))
     total = next(r for r in rows if r["kernel"] == "total")
     if T > 1:
@@ -103,9 +55,6 @@ def main(argv):
         return 0
     if len(argv) not in (3, 5):
         sys.exit(__doc__)
-    from lens import fork
-    from lens.gate import merge_tsv, toolchain_name
-    from lens.vs_llama import product_objects
     toolchain = argv[3] if len(argv) == 5 else toolchain_name()
     objects = product_objects(argv[4] if len(argv) == 5 else os.path.join(ROOT, "build/isa"))
     forks = fork.fork_objects(argv[2], toolchain)

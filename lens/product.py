@@ -7,7 +7,7 @@ import subprocess
 from lens.codeobj import CPU_RUNTIME, ROOT
 from lens.device import simulate
 from lens.launch import Launch
-from lens.peers import figure_band, style_of
+from lens.bands import figure_band, style_of
 from lens.work import H_K, H_V, D_K, layer_floor_us, work_intra, work_recurrent, work_state
 
 

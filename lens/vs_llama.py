@@ -21,7 +21,7 @@ import os
 import sys
 
 from lens.codeobj import ROOT, build, build_ggml
-from lens.peers import figure_band, style_of
+from lens.bands import figure_band, style_of
 from lens.gate import merge_tsv, toolchain_name
 from lens.ggml import find_kernel, gdn_kernel, gdn_launch
 from lens.product import PRODUCT_SRC, product_rows, simulate_cached

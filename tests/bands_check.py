@@ -1,5 +1,5 @@
 """results/gfx906-bands.tsv follows from results/gfx906-calibration.tsv: every style's low and high are the
-least and greatest out-of-sample ratio of its rows (lens/peers.py derive_bands), so a number edited by hand
+least and greatest out-of-sample ratio of its rows (lens/bands.py derive_bands), so a number edited by hand
 in either file fails here.
 
   python3 tests/bands_check.py [--self-test]
@@ -9,7 +9,7 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from lens.peers import BANDS, BAND_COLS, CALIBRATION, derive_bands, read_tsv  # noqa: E402
+from lens.bands import BANDS, BAND_COLS, CALIBRATION, derive_bands, read_tsv  # noqa: E402
 
 
 def problems(calibration_rows, band_rows):
