@@ -282,7 +282,7 @@ resources-check: $(TOOLCHAIN_READY)
 #                       for gfx906 under build/, never kept) and libkdn simulated at the same shapes ->
 #                       results/gfx906-vs-llama.tsv
 #   make calibrate      the simulator's calibration kernels (lens/calib/) simulated against published
-#                       gfx906 measurements -> results/gfx906-calibration.tsv
+#                       gfx906 measurements -> results/gfx906-in-sample.tsv
 .PHONY: isa isa-check isa-vs-llama calibrate calibrate-micro ggml-headers
 SIM_ARGS = $(if $(SIM_OBJECTS),$(SIM_TOOLCHAIN) $(SIM_OBJECTS))
 # The simulator is pure Python (standard library). PyPy (Debian's pypy3) runs the long simulations of
@@ -308,9 +308,21 @@ isa-vs-llama: $(TOOLCHAIN_READY) $(GGML_READY)
 	@$(if $(ROCM_VAR),$(ROCM_VAR)_BIND="$(abspath $(GGML))") $(ISA_ENV) $(SIM_PYTHON) -m lens vs-llama $(GGML) $(SIM_ARGS)
 # calibrate: the kernel rows need ggml's trees (CALIB_GGML=DIR: a ggml clone or mirror; else one is cloned
 # under build/calib) and, for ggml's HIP headers, GGML_READY. CALIB_OUT: where the table goes.
-CALIB_OUT ?= results/gfx906-calibration.tsv
+CALIB_OUT ?= results/gfx906-in-sample.tsv
 calibrate: $(TOOLCHAIN_READY) $(GGML_READY)
 	@$(ISA_ENV) $(SIM_PYTHON) -m lens calibrate $(CALIB_OUT)
+# validate PEERS_FORK=DIR: published gfx906 kernel timings predicted out of sample (leave one source out;
+# the fork's kernels from the llama.cpp-gfx906 fork checkout DIR, ggml's from CALIB_GGML's trees) ->
+# results/gfx906-calibration.tsv, then results/gfx906-bands.tsv. peers PEERS_FORK=DIR: libkdn and the
+# fork's kernels at the same shapes -> results/gfx906-peers.tsv (lens/peers.py; SIM_SHAPES=T:B:H_v...).
+.PHONY: validate peers
+validate: $(TOOLCHAIN_READY) $(GGML_READY)
+	@test -n "$(PEERS_FORK)" || { echo "make validate: PEERS_FORK=DIR (a llama.cpp-gfx906 fork checkout) is needed"; exit 2; }
+	@$(if $(ROCM_VAR),$(ROCM_VAR)_BIND="$(abspath $(PEERS_FORK))") $(ISA_ENV) $(SIM_PYTHON) -m lens validate $(PEERS_FORK) $(SIM_TOOLCHAIN)
+	@python3 -m lens bands
+peers: $(TOOLCHAIN_READY) $(GGML_READY)
+	@test -n "$(PEERS_FORK)" || { echo "make peers: PEERS_FORK=DIR (a llama.cpp-gfx906 fork checkout) is needed"; exit 2; }
+	@$(if $(ROCM_VAR),$(ROCM_VAR)_BIND="$(abspath $(PEERS_FORK))") $(ISA_ENV) $(SIM_PYTHON) -m lens peers $(PEERS_FORK) $(SIM_ARGS)
 # calibrate-micro: the microbenchmark rows alone (no ggml tree, no hipBLAS headers), what make test runs
 # where no ggml tree is given.
 calibrate-micro: $(TOOLCHAIN_READY)

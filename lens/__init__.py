@@ -42,17 +42,21 @@ Stages, one module each, each importing only the ones above it:
   program      a kernel: instructions with their semantics, loops, descriptor
   launch       a launch's argument segment and dispatch packet; occupancy
   ggml         ggml's HIP kernels launched as its launchers launch them
+  fork         the gfx906 fork's GDN kernels, built from a checkout, and their launches
   fastforward  the long-loop shortcut (steady iterations skipped, control slice replayed)
   cu           one compute unit's timing, clock by clock
   device       rounds of workgroups over the 60 CUs
   selftest     hand-worked cases
   calibrate    calibration kernels (calib/) against published gfx906 measurements
+  validate     published kernel timings predicted out of sample (leave one source out)
+  bands        each kernel style's band from those predictions' errors
   work         the product kernels' work (the floors)
   product      the launches kdn_gated_delta_net makes (launches.cpp records them), simulated, cached
   gate         the tables in results/ and make test's gate on them
   ffcheck      the fast-forward against clock by clock on product launches (make isa-check)
   static       the ISA report and static gates (resources, loops, serialised loads)
   vs_llama     llama.cpp's kernel simulated beside libkdn
+  peers        libkdn beside the fork's kernels at the same shapes
   figures      docs/performance.md's tables from results/gfx906-sim.tsv
   cli          the command line: python3 -m lens (cli.py lists the commands)
 

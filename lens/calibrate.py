@@ -1,4 +1,4 @@
-"""Calibration against published gfx906 measurements: results/gfx906-calibration.tsv, two kinds of rows.
+"""Calibration against published gfx906 measurements: results/gfx906-in-sample.tsv, two kinds of rows.
 
   micro   the lens's own microbenchmarks (calib/gfx906_calib.cpp) against published rates of the chip
           (clpeak, wiki-gfx906): within 10 % of the published range
@@ -8,8 +8,8 @@
           measurement
 
 A row outside is marked with the reason (OUTSIDE below); a marked row that comes within fails the check
-(its reason is stale), as does an unmarked row outside. The residuals of the rows within give the
-bands of every simulated figure (bands())."""
+(its reason is stale), as does an unmarked row outside. These rows are in sample (the constants were set
+from several of them): the bands come from the out-of-sample table instead (validate.py, peers.py)."""
 import os
 import struct
 import subprocess
@@ -27,7 +27,7 @@ SKYNE = ("https://skyne98.github.io/wiki-gfx906/studies/2026-02-21/gfx906-latenc
          "(skyne98/wiki-gfx906, MI50)")
 CALIB_SRC = os.path.join(ROOT, "lens/calib/gfx906_calib.cpp")
 PUBLISHED = os.path.join(ROOT, "results/gfx906-published.tsv")
-TABLE = os.path.join(ROOT, "results/gfx906-calibration.tsv")
+TABLE = os.path.join(ROOT, "results/gfx906-in-sample.tsv")
 COLS = ["row", "kind", "what", "measured_low", "measured_high", "unit", "simulated", "clock_mhz", "time_ratio",
         "status", "source"]
 TOL = {"micro": 0.10, "kernel": 0.25}
@@ -179,21 +179,6 @@ def write(rows, path):
         f.write("\t".join(COLS) + "\n")
         for r in rows:
             f.write("\t".join(r) + "\n")
-
-
-def bands():
-    """(low, high) factors of the calibration's residuals: a simulated time t stands for a real one
-    in [t / high, t / low], from the time ratios of the rows within their tolerance."""
-    if not os.path.exists(TABLE):
-        return 1.0, 1.0
-    ratios = [float(r["time_ratio"]) for r in read_tsv(TABLE) if r["status"].startswith("within")]
-    return (min(ratios), max(ratios)) if ratios else (1.0, 1.0)
-
-
-def band(us, us_other, spread=None):
-    """(low, high) of a simulated time: both clocks under load, widened by the residuals."""
-    lo, hi = spread or bands()
-    return min(us, us_other) / hi, max(us, us_other) / lo
 
 
 def main(argv):

@@ -4,7 +4,10 @@ calibrate targets):
   python3 -m lens isa-report                    ISA tables + build/isa/isa.tsv (static.py)
   python3 -m lens isa-check                     the static gates of make test
   python3 -m lens selftest                      hand-worked cases
-  python3 -m lens calibrate [OUT.tsv]           calibration kernels -> results/gfx906-calibration.tsv
+  python3 -m lens calibrate [OUT.tsv]           microbenchmarks and in-sample kernel rows (calibrate.py)
+  python3 -m lens validate FORK_DIR [TOOLCHAIN]  out of sample -> results/gfx906-calibration.tsv (validate.py)
+  python3 -m lens bands                         results/gfx906-bands.tsv from that table (peers.py)
+  python3 -m lens peers FORK_DIR [TOOLCHAIN CO_DIR]  libkdn and the fork's kernels -> results/gfx906-peers.tsv
   python3 -m lens table [TOOLCHAIN CO_DIR]      the product simulated -> results/gfx906-sim.tsv
   python3 -m lens check [TOOLCHAIN CO_DIR]      the simulated-time gate against that table
   python3 -m lens ff-check [TOOLCHAIN CO_DIR]   fast-forward against clock by clock (ffcheck.py)
@@ -19,7 +22,7 @@ from lens.gate import check, CODE_TABLE, LOOPS_TABLE, REGRESSION, SIM_TABLE, sav
 from lens.product import SHAPES, PRODUCT_SRC, print_rows, product_rows
 from lens.program import Objects
 from lens.selftest import selftest
-from lens import calibrate, static, vs_llama
+from lens import calibrate, peers, static, validate, vs_llama
 from lens.ffcheck import ff_check
 from lens.figures import figures
 
@@ -41,6 +44,10 @@ def main(argv):
         return 1 if fails else 0
     if cmd == "calibrate":
         return calibrate.main(argv)
+    if cmd == "validate":
+        return validate.main(argv)
+    if cmd in ("bands", "peers"):
+        return peers.main(argv)
     if cmd in ("table", "check", "ff-check"):
         # table|check [TOOLCHAIN CO_DIR]: default the local hipcc's, build/isa
         toolchain = argv[2] if len(argv) > 3 else toolchain_name()

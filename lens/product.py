@@ -7,8 +7,8 @@ import subprocess
 from lens.codeobj import CPU_RUNTIME, ROOT
 from lens.device import simulate
 from lens.launch import Launch
-from lens.calibrate import band, bands
-from lens.work import H_K, H_V, D_K, work_intra, work_recurrent, work_state
+from lens.bands import figure_band, style_of
+from lens.work import H_K, H_V, D_K, layer_floor_us, work_intra, work_recurrent, work_state
 
 
 # ---- the product: what kdn_gated_delta_net launches, simulated -----------------------------------
@@ -192,7 +192,7 @@ def summarise(res):
 def product_rows(objects, toolchain, shapes=SHAPES, paths=PATHS):
     """Rows (toolchain, path, kernel, T, B, heads, gate, simulated_us, its band, floor_us, binding,
     stalls) per launch and per path total."""
-    rows, spread = [], bands()
+    rows = []
     for shape in shapes:
         T, B, heads, gate = full_shape(shape)
         for label, path in paths:
@@ -201,7 +201,7 @@ def product_rows(objects, toolchain, shapes=SHAPES, paths=PATHS):
                 flops, nbytes = floor_work(name, T, B, heads, gate)
                 r = simulate_cached(objects.get(name), Launch(grid, block, lds, args, hbm_bytes=nbytes))
                 f = floor_us(flops, nbytes)
-                lo, hi = band(r["us"], r["us_other"], spread)
+                lo, hi = figure_band(r["us"], style_of(name))
                 rows.append(dict(toolchain=toolchain, path=label, kernel=name.replace(" ", ""), T=T, B=B, heads=heads,
                                  gate=gate, us=r["us"], other=r["us_other"], low=lo, high=hi, floor=f,
                                  binding=r["binding"],
@@ -213,13 +213,15 @@ def product_rows(objects, toolchain, shapes=SHAPES, paths=PATHS):
                 total_other += r["us_other"]
             rows.append(dict(toolchain=toolchain, path=label, kernel="total", T=T, B=B, heads=heads, gate=gate,
                              us=total, other=total_other, low=total_lo, high=total_hi, floor=total_floor,
+                             layer_floor=layer_floor_us(T, B, heads, gate, PEAK_FLOPS, PEAK_HBM),
                              binding="-", stalls={}, unknown=0))
     return rows
 
 
 # simulated_us at the clock the lens picks, other_us at the other clock under load, low_us-high_us the band
+# (the kernel style's out-of-sample error, lens/peers.py), layer_floor_us the call's (total rows; work.py)
 SIM_COLS = ["toolchain", "path", "kernel", "T", "B", "H_v", "gate", "simulated_us", "other_us", "low_us", "high_us",
-            "floor_us", "binding"]
+            "floor_us", "layer_floor_us", "binding"]
 
 
 def print_rows(rows):

@@ -14,14 +14,14 @@ build/isa; `make isa-vs-llama TOOLCHAIN=rocm6` gives rocm6.4 and build/isa-rocm6
 build/isa-rocm7).
 
 Writes results/gfx906-vs-llama.tsv (this toolchain's rows): shape, ours_us, llama_us, ratio = llama_us /
-ours_us (> 1: libkdn faster), each with its band (low, high: calibrate.band, ratio_band). Every figure is a
+ours_us (> 1: libkdn faster), each with its band (low, high: peers.figure_band, ratio_band). Every figure is a
 simulation, not a measurement.
 """
 import os
 import sys
 
 from lens.codeobj import ROOT, build, build_ggml, toolchain_name
-from lens.calibrate import band, bands
+from lens.bands import figure_band, style_of
 from lens.gate import merge_tsv
 from lens.ggml import find_kernel, gdn_kernel, gdn_launch
 from lens.product import PRODUCT_SRC, product_rows, simulate_cached
@@ -38,25 +38,23 @@ TABLE = os.path.join(ROOT, "results/gfx906-vs-llama.tsv")
 
 
 def llama_times(code, T, B, gate):
-    """(us, us at the other clock) of ggml's launch; its HBM floor is the state's round trip and each
+    """(us, low, high) of ggml's launch; its HBM floor is the state's round trip and each
     token's vectors."""
     r = simulate_cached(code, gdn_launch(code, S, H_V, T, B, gate == "key", H_k=H_K))
-    return r["us"], r["us_other"]
+    return (r["us"],) + figure_band(r["us"], style_of(code.name))
 
 
 def ours_times(objects, toolchain, T, B, gate):
-    """(us, us at the other clocks) of kdn_gated_delta_net's automatic path: the sums over its launches."""
+    """(us, low, high) of kdn_gated_delta_net's automatic path: the sums over its launches and their bands."""
     rows = product_rows(objects, toolchain, shapes=[(T, B, H_V, gate)], paths=(("auto", "auto"),))
     total = next(r for r in rows if r["kernel"] == "total")
-    return total["us"], total["other"]
+    return total["us"], total["low"], total["high"]
 
 
-def ratio_band(ours, theirs, spread):
-    """llama.cpp's time over libkdn's at the lens's clocks and at the other ones (both kernels under
-    one clock), widened by the calibration's residual spread (either side's time may be off by it)."""
-    lo, hi = spread
-    ratios = (theirs[0] / ours[0], theirs[1] / ours[1])
-    return theirs[0] / ours[0], min(ratios) * lo / hi, max(ratios) * hi / lo
+def ratio_band(ours, theirs):
+    """llama.cpp's time over libkdn's, and at the two ends of both bands (each side's real time anywhere
+    in its style's out-of-sample band)."""
+    return theirs[0] / ours[0], theirs[1] / ours[2], theirs[2] / ours[1]
 
 
 def product_objects(co_dir):
@@ -87,14 +85,14 @@ def main(argv):
             sys.exit("lens vs-llama: no %s in %s" % (" or ".join(gdn_kernel(S, gate == "key")), argv[1]))
     print("MI50 (gfx906) simulation, %s objects -- a simulation, not a measurement" % toolchain)
     print("%-14s %20s %20s %18s" % ("shape", "ours us (band)", "llama us (band)", "ratio (band)"))
-    rows, spread = [], bands()
+    rows = []
     shapes = SHAPES
     if os.environ.get("SIM_SHAPES"):  # T:B:gate, e.g. "1:1:scalar 64:1:key"
         shapes = [(int(t), int(b), g) for t, b, g in (w.split(":") for w in os.environ["SIM_SHAPES"].split())]
     for T, B, gate in shapes:
         ours, theirs = ours_times(objects, toolchain, T, B, gate), llama_times(codes[gate], T, B, gate)
         shape = "T=%d B=%d" % (T, B) + (" KDA" if gate == "key" else "")
-        vals = [ours[0], *band(*ours, spread), theirs[0], *band(*theirs, spread), *ratio_band(ours, theirs, spread)]
+        vals = [*ours, *theirs, *ratio_band(ours, theirs)]
         rows.append([toolchain, shape] + ["%.1f" % v for v in vals[:6]] + ["%.2f" % v for v in vals[6:]])
         print("%-14s %8.1f (%.1f-%.1f) %8.1f (%.1f-%.1f) %6.2f (%.2f-%.2f)" % ((shape,) + tuple(vals)), flush=True)
     merge_tsv(TABLE, ["toolchain", "shape", "ours_us", "ours_low", "ours_high", "llama_us", "llama_low", "llama_high",

@@ -71,3 +71,17 @@ def work_recurrent(T, B, Dk=D_K, Dv=D_V, cols=1):
 
 def work_recurrent_2cols(T, B):
     return work_recurrent(T, B, cols=2)
+
+
+# ---- the layer's floor: the token recurrence, whatever the algorithm -------------------------------
+def layer_floor_us(T, B, heads, gate="scalar", peak_flops=13.4e12, peak_hbm=0.86e12, Dk=D_K, Dv=D_V):
+    """The Delta-Net layer's floor: 3 D_k D_v multiply-adds per token and value head (S.k, the update,
+    S.q) at the fp32 peak, or its compulsory bytes at the sustained HBM rate, whichever is longer: the
+    state in and out, q and k per key head (half the value heads), v and the output per value head, the
+    gate (a row per key dimension for the per-key gate) and beta. A chunked form's extra arithmetic does
+    not lower it."""
+    flops = 2.0 * 3 * Dk * Dv * T * B * heads
+    gate_floats = Dk if gate == "key" else 1
+    nbytes = 4.0 * (2 * Dk * Dv * heads * B + T * B * (2 * (heads // 2) * Dk + 2 * heads * Dv
+                                                       + heads * (gate_floats + 1)))
+    return max(flops / peak_flops, nbytes / peak_hbm) * 1e6

@@ -154,6 +154,7 @@ check:
 	@sh tests/test_patch_trees.sh
 	@$(MAKE) --no-print-directory test-history-check
 	@python3 -m lens selftest
+	@python3 tests/bands_check.py --self-test && python3 tests/bands_check.py
 	@python3 tests/docs_check.py --self-test && python3 tests/docs_check.py build/cpu/test_deltanet
 	@sh tests/quick_ladder.sh build/cpu/test_deltanet build/cpu/quick $(QUICK_TESTS)
 
@@ -228,6 +229,7 @@ GFX906_CHECKS = $(MAKE) --no-print-directory BACKEND=hip TOOLCHAIN=$(1) build/hi
 	CC=$(2) sh tests/test_symbols.sh hip $(1)
 test-gfx906:
 	@python3 -m lens selftest
+	@python3 tests/bands_check.py --self-test && python3 tests/bands_check.py
 	@if command -v $(HOST_HIPCC) >/dev/null 2>&1; then $(call GFX906_CHECKS,host,$(CC)) && \
 	    $(MAKE) --no-print-directory BACKEND=hip build/hip/test_graph; \
 	else echo "hipcc not found: gfx906 build with the host's toolchain skipped"; fi
