@@ -9,6 +9,7 @@ calibrate targets):
   python3 -m lens check [TOOLCHAIN CO_DIR]      the simulated-time gate against that table
   python3 -m lens vs-llama GGML_DIR [TOOLCHAIN CO_DIR]   llama.cpp's kernel beside libkdn (vs_llama.py)
   python3 -m lens figures [TOOLCHAIN]           docs/performance.md's MI50 tables (figures.py)
+  python3 -m lens isa-run [quick|full [LOG]]    the product's objects run on real data (isa_run.py)
 """
 import os
 import sys
@@ -18,7 +19,7 @@ from lens.gate import check, CODE_TABLE, LOOPS_TABLE, REGRESSION, SIM_TABLE, sav
 from lens.product import SHAPES, PRODUCT_SRC, print_rows, product_rows
 from lens.program import Objects
 from lens.selftest import selftest
-from lens import calibrate, static, vs_llama
+from lens import calibrate, isa_run, static, vs_llama
 from lens.figures import figures
 
 
@@ -28,6 +29,8 @@ def main(argv):
         return static.main([argv[0], cmd[4:]])
     if cmd == "vs-llama":
         return vs_llama.main([argv[0]] + argv[2:])
+    if cmd == "isa-run":
+        return isa_run.main(argv[2:])
     if cmd == "figures":
         print(figures(argv[2] if len(argv) > 2 else "rocm6.4"))
         return 0

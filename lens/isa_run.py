@@ -2,9 +2,9 @@
 generated inputs, launched exactly as kdn_gated_delta_net launches them (lens/launches.cpp records the
 launches, their kernel arguments and the buffers' addresses from the library's own dispatch), and
 their outputs compared with a double-precision recurrence under the ladder's layer tolerance
-(TOL_CHUNK, phases/phases.h; docs/tolerances.md) and with the CPU executor's outputs (lens/isa_cpu.py).
+(TOL_CHUNK, phases/phases.h; docs/tolerances.md) 
 
-  python3 -m lens isa-run [CO_DIR [quick|full [LOG]]]
+  python3 -m lens isa-run [quick|full [LOG]]     (make isa-run [TOOLCHAIN=rocm6] [ISA_RUN=full])
 One line per kernel launch and shape: the ladder's verdict words (PASS, FAIL), the normwise error
 against the fp64 reference and the largest difference from the CPU executor."""
 import math
@@ -12,10 +12,11 @@ import os
 import random
 import struct
 import subprocess
-import sys
 import time
 
-from lens.codeobj import ROOT
+from concurrent.futures import ThreadPoolExecutor
+
+from lens.codeobj import ROOT, build
 from lens.functional import Memory, run
 from lens.func_ops import Fault
 from lens.launch import Launch
@@ -178,11 +179,20 @@ def check(objects, s, cpu=None):
     return ("PASS" if ok and same else "FAIL"), text
 
 
+def build_objects():
+    """The product's kernel files built now (the tree as it is) into ISA_BUILD/run (build/isa/run)."""
+    out = os.path.join(ROOT, os.environ.get("ISA_BUILD", "build/isa"), "run")
+    os.makedirs(out, exist_ok=True)
+    srcs = [os.path.join(ROOT, "kernels", f + ".cpp") for f in PRODUCT_SRC]
+    with ThreadPoolExecutor(2) as pool:
+        return Objects(list(pool.map(lambda src: build(src, out), srcs))), out
+
+
 def main(argv):
-    co_dir = argv[0] if argv else os.path.join(ROOT, "build/isa")
-    shapes = FULL if len(argv) > 1 and argv[1] == "full" else QUICK
-    log = open(argv[2], "w") if len(argv) > 2 else None
-    objects = Objects([os.path.join(co_dir, f + ".co") for f in PRODUCT_SRC])
+    """isa-run [quick|full [LOG]]"""
+    shapes = FULL if argv and argv[0] == "full" else QUICK
+    log = open(argv[1], "w") if len(argv) > 1 else None
+    objects, co_dir = build_objects()
     fails = 0
     for s in shapes:
         verdict, text = check(objects, s)
@@ -191,10 +201,6 @@ def main(argv):
         if log:
             log.write(line + "\n")
         fails += verdict != "PASS"
-    print("isa-run (gfx906 objects of %s, functional mode): %d passed, %d failed" % (
+    print("isa-run (gfx906 objects in %s, the lens's functional mode): %d passed, %d failed" % (
         os.path.relpath(co_dir, ROOT), len(shapes) - fails, fails))
     return 1 if fails else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
