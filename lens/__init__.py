@@ -49,6 +49,11 @@ Stages, one module each, each importing only the ones above it:
   calibrate    calibration kernels (calib/) against published gfx906 measurements
   work         the product kernels' work (the floors)
   product      the launches kdn_gated_delta_net makes (launches.cpp records them), simulated, cached
+  func_float   functional mode: gfx906's float arithmetic (which ops exact, which approximate)
+  func_ops     functional mode: each instruction on real values (DPP, memory, LDS, counters)
+  functional   functional mode: waves, barriers, poison until s_waitcnt, global memory and LDS
+  isa_faults   faults planted in built objects (make isa-run ISA_FAULT=...)
+  isa_run      make isa-run: the product's objects run on real inputs, checked against fp64
   gate         the tables in results/ and make test's gate on them
   static       the ISA report and static gates (resources, loops, serialised loads)
   vs_llama     llama.cpp's kernel simulated beside libkdn
