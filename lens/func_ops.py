@@ -21,10 +21,11 @@ class Unimplemented(Fault):
     pass
 
 
-def with_exec(r, mask, fn):
-    """fn() with exec narrowed to mask (a DPP lane that has no source, a lane a load did not write)."""
+def with_exec(r, mask, fn, narrow=True):
+    """fn() with exec narrowed to mask (a DPP lane that has no source), or set to it (narrow False: a
+    load's lanes, whatever exec is when its data arrives)."""
     ex = exec_mask(r)
-    set64(r.s, 126, ex & mask)
+    set64(r.s, 126, ex & mask if narrow else mask)
     try:
         fn()
     finally:

@@ -91,7 +91,7 @@ class Wave:
         elif d is not None:
             for j in range(words):
                 col = tuple(v[j] for v in vals)
-                with_exec(self.r, ex, lambda j=j, col=col: vwrite_col(self.r, d.idx + j, col))
+                with_exec(self.r, ex, lambda j=j, col=col: vwrite_col(self.r, d.idx + j, col), False)
 
     def wait(self, vm, lgkm):
         for counter, limit in (("vm", vm), ("lgkm", lgkm)):
