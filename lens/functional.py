@@ -22,6 +22,7 @@ from lens.func_ops import BARRIER, Fault, functional, with_exec
 from lens.machine import WAVE
 from lens.semantics import vwrite
 
+UNDEFINED = 0x7fbad000   # a NaN: what a VGPR holds before the kernel writes it
 STEP_LIMIT = 20_000_000  # instructions one wave may run (a kernel that loops forever stops)
 
 
@@ -128,6 +129,8 @@ class Group:
         self.mem, self.lds = mem, bytearray(code.meta.get("lds_static", 0) + launch.lds)
         threads = launch.block[0] * launch.block[1] * launch.block[2]
         self.waves = [Wave(init_wave(code, launch, kernarg, wg, first), self) for first in range(0, threads, WAVE)]
+        for w in self.waves:  # a VGPR the kernel has not written holds garbage, not poison (code may read
+            w.r.v = [UNDEFINED if v is None else v for v in w.r.v]  # it where only ignored bits depend on it)
 
     def lds_at(self, addr, words, x):
         if addr < 0 or addr + 4 * words > len(self.lds):
