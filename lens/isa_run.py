@@ -28,7 +28,7 @@ ATOL, RTOL, NREL = 2e-5, 1e-4, 1e-5     # TOL_CHUNK (phases/phases.h): the ladde
 POISON = 0x7fc0dead                      # a NaN: dst and workspace bytes no kernel wrote
 
 # (path, T, B, H_k, H_v, D, gate, K, head map, chunk): small shapes that still take every code path
-# the dispatch picks at them (tests/... the ladder's odd D: 1, 17, 100)
+# the dispatch picks at them, odd D (17, 100) as the ladder tests them
 QUICK = [("recurrent", 1, 1, 1, 2, 16, "scalar", 1, "tiled", 0),
          ("chunked", 40, 1, 1, 1, 16, "scalar", 1, "tiled", 32)]
 FULL = QUICK + [
