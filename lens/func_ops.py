@@ -184,6 +184,7 @@ def vmem_semantics(x):
     return store
 
 
+# an LDS address is the 32-bit sum of the VGPR and the offset (a negative base plus an offset wraps)
 DS = re.compile(r"^ds_(read|write)(2st64|2)?_b(32|64|96|128)$")
 
 
@@ -213,7 +214,7 @@ def lds_semantics(x):
             for i in range(WAVE):
                 lane = []
                 for off, _ in places:
-                    lane.extend(w.lds_read(addrs[i] + off, words, x) if ex >> i & 1 else (0,) * words)
+                    lane.extend(w.lds_read((addrs[i] + off) & M32, words, x) if ex >> i & 1 else (0,) * words)
                 vals.append(tuple(lane))
             w.issue("lgkm", x, d, words * len(places), vals, ex)
         return read
@@ -226,7 +227,7 @@ def lds_semantics(x):
         stores = []
         for (off, _), data in zip(places, datas):
             cols = [column(w.r.v[data.idx + j]) for j in range(words)]
-            stores.extend((addrs[i] + off, [c[i] for c in cols]) for i in range(WAVE) if ex >> i & 1)
+            stores.extend(((addrs[i] + off) & M32, [c[i] for c in cols]) for i in range(WAVE) if ex >> i & 1)
         w.issue_lds_write(x, stores)
     return write
 
