@@ -293,6 +293,13 @@ SIM_PYTHON ?= $(if $(shell command -v pypy3),pypy3,python3)
 isa: $(TOOLCHAIN_READY)
 	@$(ISA_ENV) python3 -m lens isa-report
 	@$(ISA_ENV) $(SIM_PYTHON) -m lens table $(SIM_ARGS)
+# make isa-run [ISA_RUN=full]: the product's gfx906 objects, built now, run by the lens's functional mode on
+# generated inputs and checked against an fp64 recurrence (lens/isa_run.py); log build/isa-run*.log;
+# ISA_FAULT=waitcnt|lds plants a fault in the built objects first (lens/isa_faults.py: it must FAIL)
+ISA_RUN ?= quick
+.PHONY: isa-run
+isa-run: $(TOOLCHAIN_READY)
+	@$(ISA_ENV) ISA_FAULT=$(ISA_FAULT) python3 -m lens isa-run $(ISA_RUN) build/isa-run$(if $(filter-out host,$(TOOLCHAIN)),-$(TOOLCHAIN)).log
 isa-check: $(TOOLCHAIN_READY)
 	@$(ISA_ENV) python3 -m lens isa-check
 	@$(ISA_ENV) python3 -m lens check $(SIM_ARGS)

@@ -52,6 +52,11 @@ Stages, one module each, each importing only the ones above it:
   bands        each kernel style's band from those predictions' errors
   work         the product kernels' work (the floors)
   product      the launches kdn_gated_delta_net makes (launches.cpp records them), simulated, cached
+  func_float   functional mode: gfx906's float arithmetic (which ops exact, which approximate)
+  func_ops     functional mode: each instruction on real values (DPP, memory, LDS, counters)
+  functional   functional mode: waves, barriers, poison until s_waitcnt, global memory and LDS
+  isa_faults   faults planted in built objects (make isa-run ISA_FAULT=...)
+  isa_run      make isa-run: the product's objects run on real inputs, checked against fp64
   gate         the tables in results/ and make test's gate on them
   ffcheck      the fast-forward against clock by clock on product launches (make isa-check)
   static       the ISA report and static gates (resources, loops, serialised loads)

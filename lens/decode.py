@@ -139,7 +139,7 @@ def split_operands(ops):
     for m in last[1:]:
         k, _, v = m.partition(":")
         mods[k] = v
-    if joined[-1] and ":" in joined[-1] and not joined[-1].startswith(("s[", "v[", "ttmp[")):
+    if joined[-1] and ":" in joined[-1] and not joined[-1].lstrip("-|").startswith(("s[", "v[", "ttmp[")):
         k, _, v = joined.pop().partition(":")
         mods[k] = v
     return joined, mods

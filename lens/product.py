@@ -67,6 +67,8 @@ def recorded_launches(path, T, B, heads=HEADS, gate="scalar"):
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     rows = []
     for line in out.splitlines():
+        if line.startswith("#"):
+            continue
         name, grid, block, lds, hexa = line.split("\t")
         rows.append((name, tuple(int(v) for v in grid.split()), tuple(int(v) for v in block.split()), int(lds),
                      bytes.fromhex(hexa)))

@@ -234,6 +234,7 @@ test-gfx906:
 	    $(MAKE) --no-print-directory BACKEND=hip build/hip/test_graph; \
 	else echo "hipcc not found: gfx906 build with the host's toolchain skipped"; fi
 	@if [ "$(TOOLCHAIN)" = rocm6 ]; then $(call GFX906_CHECKS,rocm6,build/rocm6/bin/cc) && \
+	    $(MAKE) --no-print-directory TOOLCHAIN=rocm6 isa-run && \
 	    if [ -n "$(CALIB_GGML)" ]; then $(MAKE) --no-print-directory TOOLCHAIN=rocm6 calibrate CALIB_OUT=build/sim/calibration.tsv; \
 	    else $(MAKE) --no-print-directory TOOLCHAIN=rocm6 calibrate-micro CALIB_OUT=build/sim/calibration.tsv && \
 	         echo "calibrate: the published kernel rows skipped: no ggml tree (CALIB_GGML=DIR runs them)"; fi; fi
