@@ -36,15 +36,18 @@ void ctx_end(Ctx *c) {
 }
 
 
-/* A test whose memory would pass a limit, or that the system refuses
- * memory, is refused with the numbers and left at once (longjmp to
- * run_test), so nothing is launched on a missing buffer; ctx_end frees what
- * it had. The run goes on with the next test. */
-static _Noreturn void refuse_test(Ctx *c) {
-    c->refused = c->failed = true;
+void test_abandon(Ctx *c, int status) {
     if (c->abandon) longjmp(*c->abandon, 1);
     fprintf(stderr, "harness: %s\n", c->msg);
-    exit(3);
+    exit(status);
+}
+
+/* A test whose memory would pass a limit, or that the system refuses
+ * memory, is refused with the numbers and left at once, so nothing is
+ * launched on a missing buffer. */
+static _Noreturn void refuse_test(Ctx *c) {
+    c->refused = c->failed = true;
+    test_abandon(c, 3);
 }
 
 /* n elements of `size` bytes, or SIZE_MAX when that overflows */

@@ -123,6 +123,12 @@ struct Ctx {
 };
 void ctx_begin(Ctx *c, const Test *t, uint64_t seed, bool verbose, int bench_reps, double max_mem);
 void ctx_end(Ctx *c); /* frees everything the test allocated */
+/* Leaves the test at once, its verdict and message already recorded (a
+ * refusal, an input it cannot take): longjmp to run_test, which reports it;
+ * ctx_end frees what it had and the run goes on with the next test. Outside
+ * a run (no abandon point) the message goes to stderr and the process exits
+ * with `status`. */
+_Noreturn void test_abandon(Ctx *c, int status);
 
 /* ---- options (options.c) ------------------------------------------------ */
 #define MAX_PATTERNS 32

@@ -33,7 +33,7 @@ static void print_result(FILE *out, const TestResult *c, bool verbose) {
     /* an input or I/O error is FAIL in the log, named for what it is here */
     fprintf(out, "[%s] phase %d  %-24s %-8s ", c->refused ? "REFUSED" : c->errored ? "ERROR" : result_status(c),
             t->phase, t->name, t->variant);
-    if (c->skipped || c->refused) {
+    if (c->skipped || c->refused || (c->errored && !c->compared)) { /* nothing was compared: the reason alone */
         fprintf(out, "%s\n", c->msg);
         return;
     }

@@ -390,37 +390,36 @@ int tensor_path(const char *dir, const char *test, const char *tensor, char *pat
     return tensor_error(err, err_size, "--load: neither %s/%s__%s.npy nor %s exists", dir, test, tensor, path);
 }
 
-int load_floats(Ctx *c, const char *tensor, float *dst, int ndim, const size_t *shape) {
-    char path[4096], err[4300];
+/* The tensor's file into dst: 0, or -1 with why in err. */
+static int read_input(const char *test, const char *tensor, float *dst, int ndim, const size_t *shape, char *err,
+                      size_t err_size) {
+    char path[4096], why[4300];
     NpyHeader h;
-    if (tensor_path(load_dir, c->test_name, tensor, path, sizeof path, err, sizeof err) != 0) {
-        test_error(c, "%s", err);
-        return -1;
-    }
-    if (npy_read_header(path, &h, err, sizeof err) != 0) {
-        test_error(c, "--load: %s", err);
-        return -1;
-    }
+    if (tensor_path(load_dir, test, tensor, path, sizeof path, err, err_size) != 0) return -1;
+    if (npy_read_header(path, &h, why, sizeof why) != 0) return tensor_error(err, err_size, "--load: %s", why);
     if (h.ndim != ndim || memcmp(h.shape, shape, (size_t)ndim * sizeof *shape) != 0) {
         char got[128], want[128];
         shape_tuple(h.ndim, h.shape, got, sizeof got);
         shape_tuple(ndim, shape, want, sizeof want);
-        test_fail(c, "--load: %s has shape %s, this test runs %s (a shape the test derives itself, e.g. a capped T)",
-                  path, got, want);
-        return -1;
+        return tensor_error(err, err_size, "--load: %s has shape %s, this test runs %s, a shape it derives itself "
+                            "(such as a capped T): not run", path, got, want);
     }
-    if (npy_read_floats(path, &h, dst, err, sizeof err) != 0) {
-        test_error(c, "--load: %s", err);
-        return -1;
-    }
+    if (npy_read_floats(path, &h, dst, why, sizeof why) != 0) return tensor_error(err, err_size, "--load: %s", why);
     /* a NaN or Inf in the input is the file's, not the kernel's: say so */
     size_t n = element_count(ndim, shape);
     for (size_t i = 0; i < n; i++)
         if (!isfinite(dst[i])) {
             char at[128];
             index_tuple(i, ndim, shape, at, sizeof at);
-            test_error(c, "--load: %s: element %s (flat %zu) is %g: inputs must be finite", path, at, i, dst[i]);
-            return -1;
+            return tensor_error(err, err_size, "--load: %s: element %s (flat %zu) is %g: inputs must be finite", path,
+                                at, i, dst[i]);
         }
     return 0;
+}
+
+void load_floats(Ctx *c, const char *tensor, float *dst, int ndim, const size_t *shape) {
+    char err[4400];
+    if (read_input(c->test_name, tensor, dst, ndim, shape, err, sizeof err) == 0) return;
+    test_error(c, "%s", err);
+    test_abandon(c, 2);
 }

@@ -50,8 +50,10 @@ void dump_input(Ctx *c, const char *tensor, const float *x, int ndim, const size
  * -1 with a message when neither exists. */
 int tensor_path(const char *dir, const char *test, const char *tensor, char *path, size_t size, char *err,
                 size_t err_size);
-/* Reads a tensor whose shape must be exactly `shape` into dst; on any
- * problem fails the test with a message naming the file and returns -1. */
-int load_floats(Ctx *c, const char *tensor, float *dst, int ndim, const size_t *shape);
+/* Reads a tensor whose shape must be exactly `shape` into dst. A file that
+ * is missing, malformed, of another shape or holds a NaN or Inf is an input
+ * error naming the file: the test is left at once (test_abandon), nothing
+ * run on inputs it was not given, and the run exits 2. */
+void load_floats(Ctx *c, const char *tensor, float *dst, int ndim, const size_t *shape);
 
 #endif

@@ -50,16 +50,15 @@ static void fill_log_decay(Ctx *c, const Shape *sh, float *g, size_t tokens) {
         }
 }
 
-/* q, k, v, g, beta, state read from --load's files into d's arrays; -1 (the
- * test failed, saying why) when they do not fit the shape the test runs. */
-static int load_inputs(Ctx *c, const Shape *sh, DnData *d) {
+/* q, k, v, g, beta, state read from --load's files into d's arrays (files
+ * that do not fit the shape the test runs leave the test: load_floats). */
+static void load_inputs(Ctx *c, const Shape *sh, DnData *d) {
     float *dst[6] = {d->q, d->k, d->v, d->g, d->beta, d->state};
     for (int i = 0; i < 6; i++) {
         size_t shape[4];
         int ndim = layer_tensor_shape(sh, layer_inputs[i], shape);
-        if (load_floats(c, layer_inputs[i], dst[i], ndim, shape) != 0) return -1;
+        load_floats(c, layer_inputs[i], dst[i], ndim, shape);
     }
-    return 0;
 }
 
 static void generate_inputs(Ctx *c, const Shape *sh, DnData *d) {
@@ -103,9 +102,10 @@ void dn_generate(Ctx *c, const Shape *sh, DnData *d) {
     d->g = host_f(c, d->n_gb);
     d->beta = host_f(c, d->n_gb);
     d->state = host_f(c, d->n_state);
-    /* a shape that does not fit the files fails the test; generated inputs
-     * keep the rest of it well-defined */
-    if (!tensors_load_dir() || load_inputs(c, sh, d) != 0) generate_inputs(c, sh, d);
+    if (tensors_load_dir())
+        load_inputs(c, sh, d);
+    else
+        generate_inputs(c, sh, d);
     dump_inputs(c, sh, d);
 }
 

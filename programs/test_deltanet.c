@@ -43,7 +43,8 @@ static void usage(FILE *f) {
             "  --env            print backend, target and devices found, and exit\n"
             "  --help           this text\n"
             "exit status: 0 all passed, 1 a test failed (--compare: a regression), 2 bad usage,\n"
-            "an unreadable or incomplete log, bad input or an I/O error, 3 a test was refused (its\n"
+            "nothing tested (every selected test skipped), an unreadable or incomplete log, bad input\n"
+            "or an I/O error, 3 a test was refused (its\n"
             "memory, its time estimate or its run over a limit; 1 and 2 take precedence), 77 no device\n",
             DEFAULT_REPS, DEFAULT_SEED, widest_D_k(), kdn_two_launch_limits.chunks[0],
             kdn_two_launch_limits.chunks[1], DEFAULT_MAX_SECONDS);
@@ -83,10 +84,16 @@ static int run_tests(const Options *o) {
     int failed = run_selected(o, stdout, &results, &n);
     /* input, I/O and harness errors first, then the kernels' failures, then
      * tests refused for a limit */
-    int errored = 0, refused = 0;
-    for (int i = 0; i < n; i++) errored += results[i].errored, refused += results[i].refused;
+    int errored = 0, refused = 0, skipped = 0;
+    for (int i = 0; i < n; i++) errored += results[i].errored, refused += results[i].refused, skipped += results[i].skipped;
     int rc = reports_close(results, n) != 0 || errored ? 2 : failed > refused ? 1 : refused ? 3 : 0;
     free(results);
+    /* a gate that tested nothing must not pass: as a selection of no test */
+    if (n && skipped == n) {
+        fprintf(stderr, "test_deltanet: nothing was tested: every selected test was skipped (the shape %s gave is "
+                        "one none of them takes)\n", o->load_dir ? "--load" : "--set");
+        return 2;
+    }
     return rc;
 }
 

@@ -22,10 +22,17 @@ expect() {
     [ "$got" = "$want" ] || fail "'$*' exited $got, expected $want"
     cat "$tmp/out" "$tmp/err" | grep -q -- "$pattern" || fail "'$*' did not print '$pattern'"
     # a usage error says why on stderr and prints nothing on stdout
-    if [ "$want" = 2 ]; then
+    if [ "$want" = 2 ] && [ -z "${ran:-}" ]; then
         grep -q -- "$pattern" "$tmp/err" && [ ! -s "$tmp/out" ] || fail "'$*': usage error not on stderr alone"
     fi
     checks=$((checks + 1))
+}
+# expect_ran STATUS PATTERN ARGS...: as expect, for a run whose tests ran
+# (their lines on stdout) and whose status 2 says it tested nothing
+expect_ran() {
+    ran=1
+    expect "$@"
+    ran=
 }
 
 # usage errors go to stderr with status 2
@@ -62,8 +69,15 @@ checks=$((checks + 1))
 expect 0 "Hv=\\(12\\|48\\) " --set H_v=48 --set T=40 --test two_launch_T64
 expect 0 "2 passed, 0 failed" --set T=3 --test prefill_then_decode --test two_launch_T1
 # a test that cannot take the shape is skipped, saying why (it used to abort the run at T=50, fail at T=64)
-expect 0 "^\[SKIP\] phase 7  two_launch_state_chunk .*--set does not apply: .*T = 50" --set T=50 --test two_launch_state_chunk
-expect 0 "0 passed, 0 failed, 1 skipped" --set T=64 --test two_launch_state_chunk
+expect 0 "^\[SKIP\] phase 7  two_launch_state_chunk .*--set does not apply: .*T = 50" --set T=50 --test two_launch_state_chunk \
+    --test two_launch_T1
+grep -q "^1 passed, 0 failed, 1 skipped" "$tmp/out" || fail "a skip beside a pass: $(tail -n 1 "$tmp/out")"
+# a run that skipped every test it selected tested nothing: status 2 with the
+# reason, as a selection of no test (it ended "0 passed, 0 failed, 1 skipped", 0)
+nothing="nothing was tested: every selected test was skipped"
+expect_ran 2 "$nothing" --set T=64 --test two_launch_state_chunk
+grep -q "^0 passed, 0 failed, 1 skipped" "$tmp/out" || fail "the skipped run's summary: $(tail -n 1 "$tmp/out")"
+grep -q "$nothing" "$tmp/err" || fail "the reason nothing was tested is not on stderr: $(cat "$tmp/err")"
 # the bad-call contract keeps its own shape (one head made its beta breaker a valid call: [FAIL])
 expect 0 "gdn_bad_calls .*(--set does not apply)" --set H_k=1 --set H_v=1 --test gdn_bad_calls --test gdn_chunked_K2
 expect 2 "not a multiple of H_k" --set H_v=20 --phase 8
@@ -72,8 +86,10 @@ expect 2 "D_k out of range: D_k is 1 to 256" --set D_k=257
 # saying so (it used to pass, having run the recurrent kernel the dispatch hands such a call to)
 DK200="--set D_k=200 --set T=8 --set H_k=1 --set H_v=1 --set n_seqs=1"
 expect 0 "1 passed, 0 failed" $DK200 --test recurrent_prompt
-expect 0 "^\[SKIP\] phase 8  two_launch_T64 .*two_launch refuses: D_k past" $DK200 --test two_launch_T64
-expect 0 "^\[SKIP\] phase 8  two_launch_unaligned_q .*two_launch refuses: D_k past" $DK200 --test two_launch_unaligned_q
+expect_ran 2 "^\[SKIP\] phase 8  two_launch_T64 .*two_launch refuses: D_k past" $DK200 --test two_launch_T64
+grep -q "$nothing" "$tmp/err" || fail "--set D_k=200 --test two_launch_T64 did not say nothing was tested"
+expect 0 "^\[SKIP\] phase 8  two_launch_unaligned_q .*two_launch refuses: D_k past" $DK200 --test two_launch_unaligned_q \
+    --test recurrent_prompt
 expect 0 "^\[PASS\] phase 8  auto_long_B1 .*Dk=200" $DK200 --test auto_long_B1
 # the tables of fixed shapes keep theirs (--set T=8 made native_context_T262144 fail: "AUTO does not take the chunked path")
 expect 0 "native_context_T262144 .*(--set does not apply)" --set T=8 --test native_context_T262144 --test two_launch_T1

@@ -3,6 +3,7 @@
  * kernels that are wrong on purpose (tests/executor_kernels.cpp). */
 #define _POSIX_C_SOURCE 200809L
 #include "../harness/internal.h"
+#include "../harness/tensors.h"
 #include "../kernels/kdn.h"
 #include "../reference/linalg.h"
 #include "../phases/phases.h"
@@ -293,7 +294,8 @@ static void run_spin_wait(const Test *t, Ctx *c) {
     dev_sync(c);
 }
 
-static bool runs_under(void (*fn)(const Test *, Ctx *), const char *expect_text, double max_seconds) {
+/* The line run_test prints for a row running fn (malloc'd), its result in r. */
+static char *run_line(void (*fn)(const Test *, Ctx *), double max_seconds, TestResult *r) {
     Test t = {1, "unit_row", "unfused", {1e-6, 0, 0}, CASE(0), fn};
     Options o;
     char err[256];
@@ -302,9 +304,15 @@ static bool runs_under(void (*fn)(const Test *, Ctx *), const char *expect_text,
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
-    TestResult r;
-    bool passed = run_test(&t, &o, out, &r);
+    run_test(&t, &o, out, r);
     fclose(out);
+    return text;
+}
+
+static bool runs_under(void (*fn)(const Test *, Ctx *), const char *expect_text, double max_seconds) {
+    TestResult r;
+    char *text = run_line(fn, max_seconds, &r);
+    bool passed = r.passed;
     if (!strstr(text, expect_text)) printf("test_harness: expected '%s' in: %s", expect_text, text);
     CHECK(strstr(text, expect_text) != NULL);
     free(text);
@@ -329,6 +337,35 @@ static void test_runner(void) {
     CHECK(!runs(run_spin_wait, "without reaching a barrier, a wave operation or its end (KDN_CPU_TIMEOUT): a hang"));
     CHECK(!runs(run_spin_wait, "[FAIL] phase 1  unit_row"));
     exec_set_timeout(300.0);
+}
+
+/* --load: a file of another shape than the test runs (one it derives
+ * itself) leaves the test at once, an input error: [ERROR], status 2, the
+ * reason on its line, no max_diff, nothing run on stand-in inputs (it was a
+ * [FAIL] with the max_diff of generated inputs: status 1) */
+static volatile bool ran_past_load;
+static void run_load_four(const Test *t, Ctx *c) {
+    float x[4];
+    load_floats(c, "x", x, 1, (size_t[]){4});
+    ran_past_load = true;
+    run_right(t, c);
+}
+
+static void test_load_of_another_shape(void) {
+    char dir[] = "/tmp/test_harness.XXXXXX", path[64], err[256];
+    const float three[3] = {1.0f, 2.0f, 3.0f};
+    CHECK(mkdtemp(dir) != NULL);
+    snprintf(path, sizeof path, "%s/x.npy", dir);
+    CHECK(npy_write(path, three, 4, 1, (size_t[]){3}, err, sizeof err) == 0);
+    CHECK(tensors_set_dirs(NULL, dir, err, sizeof err) == 0);
+    TestResult r;
+    char *line = run_line(run_load_four, DEFAULT_MAX_SECONDS, &r);
+    CHECK(strncmp(line, "[ERROR] phase 1  unit_row", 25) == 0 && strstr(line, "x.npy has shape (3,), this test runs (4,)"));
+    CHECK(!strstr(line, "max_diff") && !ran_past_load && r.errored && !r.passed && !r.compared);
+    if (!r.errored || ran_past_load) printf("test_harness: the --load of another shape: %s", line);
+    free(line);
+    CHECK(tensors_set_dirs(NULL, NULL, err, sizeof err) == 0);
+    unlink(path), rmdir(dir);
 }
 
 /* ---- the CPU SIMT executor ----------------------------------------------- */
@@ -659,6 +696,7 @@ int main(void) {
     test_renames();
     test_verdicts();
     test_runner();
+    test_load_of_another_shape();
     test_executor();
     test_executor_limits();
     test_race_detector();

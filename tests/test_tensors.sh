@@ -170,7 +170,10 @@ layer_files "$tmp/wide" 300
 expect 2 "--load: the files give D_k = 300, out of range: D_k is 1 to 256" --test $test --load "$tmp/wide"
 layer_files "$tmp/dk129" 129
 expect 0 "^\[PASS\] phase 8  recurrent_prompt .*Dk=129" --test recurrent_prompt --load "$tmp/dk129"
-expect 0 "^\[SKIP\] phase 8  two_launch_T64 .*two_launch refuses: D_k past" --test two_launch_T64 --load "$tmp/dk129"
+# ... and alone, it tested nothing: status 2, saying so
+expect 2 "^\[SKIP\] phase 8  two_launch_T64 .*two_launch refuses: D_k past" --test two_launch_T64 --load "$tmp/dk129"
+grep -q "nothing was tested: every selected test was skipped (the shape --load gave" "$tmp/err" ||
+    fail "a --load that every selected test skipped: $(cat "$tmp/err")"
 # --dump of the generated grid: every case's inputs and outputs in files of
 # their own (at most 64 names were kept: later cases overwrote earlier ones;
 # the output 'state #2' overwrote the second case's input 'state')
@@ -217,11 +220,14 @@ done
 : >"$tmp/file"
 expect 2 "is not a directory" --test sigmoid --dump "$tmp/file"
 # plain names (DIR/q.npy...) feed any test; one that derives its own shape
-# from the row fails, saying so
+# from the row does not run on them: an input error naming the file, no
+# max_diff (it was [FAIL], status 1, with the max_diff of generated inputs)
 mkdir "$tmp/plain"
 for t in q k v g beta state; do cp "$tmp/d1/${test}__$t.npy" "$tmp/plain/$t.npy"; done
 expect 0 "max_diff=$want" --test $test --load "$tmp/plain"
-expect 1 "has shape .* this test runs" --test auto_short_B1 --load "$tmp/plain"
+expect 2 "^\[ERROR\] phase 8  auto_short_B1 .* --load: .*/q.npy has shape .*, this test runs .*: not run$" \
+    --test auto_short_B1 --load "$tmp/plain"
+grep -q "max_diff" "$tmp/out" && fail "a test not run on --load's files printed a max_diff: $(cat "$tmp/out")"
 
 # --set: a Qwen3.5-like shape (linear attention H_k = 16, H_v = 48, D = 128) on a short T
 expect 0 "2 passed, 0 failed" --set H_k=16 --set H_v=48 --set T=20 --test two_launch_T64 --test recurrent_vs_two_launch
