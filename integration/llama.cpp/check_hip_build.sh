@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The HIP build of a patched llama.cpp or ggml tree as MI50 users make it: ROCm 6.4 (Debian forky's hipcc,
-# clang 21) in the project's chroot (tools/setup/rocm_chroot.sh rocm6), gfx906. Builds libkdn (`make lib TOOLCHAIN=rocm6`),
+# clang 21; TOOLCHAIN=rocm6, the default) or ROCm 7.2 (Debian experimental's hipcc 7.2.4, clang 22; TOOLCHAIN=rocm7)
+# in the project's chroot (tools/setup/rocm_chroot.sh TOOLCHAIN), gfx906. Builds libkdn (`make lib TOOLCHAIN=...`),
 # installs it under the tree's build folder, applies ggml-kdn.patch and builds test-backend-ops with
 #   -DGGML_HIP=ON -DGPU_TARGETS=gfx906 -DGGML_KDN=ON -DGGML_CUDA_FA=OFF
 # (apply_and_build.sh, run in the chroot; --targets builds others instead, e.g. only ggml-hip, the library every
@@ -15,7 +16,7 @@
 #   integration/llama.cpp/check_hip_build.sh [--label "NAME COMMIT"] [--report FILE] [--targets "T..."] DIR
 #
 # --label names the tree in the report (default: its git commit, if it is a checkout). The tree is fetched by
-# the caller and never part of this repository. ROCM6_CHROOT=DIR reuses a chroot (see tools/setup/rocm_chroot.sh;
+# the caller and never part of this repository. ROCM6_CHROOT=DIR (ROCM7_CHROOT) reuses a chroot (tools/setup/rocm_chroot.sh;
 # the ggml build adds cmake, ninja-build, pkg-config, libhipblas-dev and librocblas-dev to it). About 20
 # CPU-minutes and 6 GB. Exit status: 0 every check holds, 1 a check failed or the build did, 2 bad usage,
 # 3 apply_and_build.sh refused the tree (README.md, "Which trees"), 77 the chroot cannot be made here (the reason
@@ -29,7 +30,7 @@ while [ $# -gt 0 ]; do
         --label)  label=${2:?}; shift 2 ;;
         --report) report=${2:?}; shift 2 ;;
         --targets) targets=${2:?}; shift 2 ;;
-        -h|--help) sed -n '2,22p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
+        -h|--help) sed -n '2,23p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2 ;;
         -*) echo "check_hip_build.sh: unknown option $1" >&2; exit 2 ;;
         *) [ -z "${src:-}" ] || { echo "check_hip_build.sh: one tree only" >&2; exit 2; }; src=$1; shift ;;
     esac
@@ -39,19 +40,25 @@ src=$(cd "$src" && pwd)
 if [ -z "$label" ]; then
     label=$(git -C "$src" rev-parse --short=9 HEAD 2>/dev/null || echo "(not a git checkout)")
 fi
-build=$src/build-kdn-rocm6
+toolchain=${TOOLCHAIN:-rocm6}
+case "$toolchain" in
+    rocm6) rocm="ROCm 6.4" ;;
+    rocm7) rocm="ROCm 7.2" ;;
+    *) echo "check_hip_build.sh: TOOLCHAIN is rocm6 or rocm7, not '$toolchain'" >&2; exit 2 ;;
+esac
+build=$src/build-kdn-$toolchain
 prefix=$build/kdn-prefix
-chroot_tool() { "$root/tools/setup/rocm_chroot.sh" rocm6 "$@"; }
+chroot_tool() { "$root/tools/setup/rocm_chroot.sh" "$toolchain" "$@"; }
 
 # --- build ------------------------------------------------------------------------------------------------------
 chroot_tool setup --ggml || exit $?
-make -C "$root" --no-print-directory lib TOOLCHAIN=rocm6
-make -C "$root" --no-print-directory install TOOLCHAIN=rocm6 PREFIX="$prefix"
-libkdn=$root/build/hip-rocm6/libkdn.a
+make -C "$root" --no-print-directory lib TOOLCHAIN="$toolchain"
+make -C "$root" --no-print-directory install TOOLCHAIN="$toolchain" PREFIX="$prefix"
+libkdn=$root/build/hip-$toolchain/libkdn.a
 mkdir -p "$build"
 # CMake caches pkg-config's answer: a libkdn installed since the last configure must be found afresh
 rm -f "$build/CMakeCache.txt"
-ROCM6_BIND="$src" chroot_tool run bash "$here/apply_and_build.sh" --backend hip --target gfx906 \
+env "$(echo "$toolchain" | tr a-z A-Z)_BIND=$src" "$root/tools/setup/rocm_chroot.sh" "$toolchain" run bash "$here/apply_and_build.sh" --backend hip --target gfx906 \
     --prefix "$prefix" --build-dir "$build" --targets "$targets" "$src" -- -DGGML_CUDA_FA=OFF \
     2>&1 | tee "$build/build.log"
 
@@ -67,8 +74,8 @@ check() { # check WHAT OK?: one line of the report
     if [ "$2" = 0 ]; then echo "ok    $1"; else echo "FAIL  $1"; fails=$((fails + 1)); fi
 }
 {
-    echo "# check_hip_build.sh: libkdn in a patched ggml HIP build (ROCm 6.4, gfx906)"
-    echo "command: integration/llama.cpp/check_hip_build.sh --label \"$label\" --targets \"$targets\" $(basename "$src")"
+    echo "# check_hip_build.sh: libkdn in a patched ggml HIP build ($rocm, gfx906)"
+    echo "command: TOOLCHAIN=$toolchain integration/llama.cpp/check_hip_build.sh --label \"$label\" --targets \"$targets\" $(basename "$src")"
     echo "tree: $label"
     echo "deltanet-gfx906: $(git -C "$root" rev-parse --short HEAD)$(git -C "$root" diff --quiet HEAD -- 2>/dev/null || echo -dirty)"
     echo "toolchain: $(chroot_tool run hipcc --version 2>/dev/null | grep -E '^(HIP version|Debian clang)' | paste -sd ';' -)"
