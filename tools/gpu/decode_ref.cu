@@ -23,15 +23,21 @@
 //           call, stop event: the host's launch latency is inside the interval;
 //   queued  the same with no wait after the flush: the GPU's time for the
 //           call alone behind other work;
-//   stream  kStream calls back to back on one stream, the L2 warm (what
+//   stream  a burst of calls back to back on one stream, the L2 warm (what
 //           test-backend-ops perf times, without its graph): per call;
-//   graph   the same kStream calls captured into a CUDA graph (as ggml-cuda
+//   graph   the same burst captured into a CUDA graph (as ggml-cuda
 //           captures decode), the replay timed: per call;
 //   host    the host's time to enqueue one call (the stream method's
 //           loop on the host clock; the GPU runs behind it).
-// Prints one row per (shape, call, method): median and min over the runs, and
-// the largest difference between ggml's and libkdn's o and state (both from
-// the same inputs; a check that the two compute the same thing).
+// These three are bounded by time, as test_deltanet --bench is: a burst is
+// kStream calls, fewer where they would take over kBurstUs by a probe call
+// (at least one), timed up to kStreamReps times, fewer (at least 3) once
+// kBudgetUs are spent; decode's calls keep the full bursts, a long prompt's
+// shrink, so the whole sweep fits one device session.
+// Prints one row per (shape, call, method): median and min over the runs, the
+// largest difference between ggml's and libkdn's o and state (both from the
+// same inputs; a check that the two compute the same thing), and how many ran:
+// runs timed and calls per run (a burst's length; 1 for sync and queued).
 // Built by tools/gpu/decode_ref.sh; GGML_GDN_KERNEL names the file holding ggml's
 // kernel template, cut out of src/ggml-cuda/gated_delta_net.cu. Only
 // libkdn's public API is used (gated_delta_net.h).
@@ -59,7 +65,8 @@ __device__ __forceinline__ float warp_reduce_sum(float x) {
 }
 #include GGML_GDN_KERNEL
 
-enum { H_K = 16, H_V = 32, D = 128, CHUNK = 64, REPS = 50, kStream = 500, kStreamReps = 7 };
+enum { H_K = 16, H_V = 32, D = 128, CHUNK = 64, REPS = 50, kStream = 500, kStreamReps = 7, kMinReps = 3 };
+static const double kBurstUs = 25e3, kBudgetUs = 1e6; // a burst's GPU time at most; a method's, past which fewer run
 static const size_t kFlushBytes = (size_t)256 << 20;
 
 #define CHECK(x)                                                                            \
@@ -229,8 +236,35 @@ static double host_us(void) {
 enum Method { SYNC, QUEUED, STREAM, GRAPH, HOST, N_METHODS };
 static const char *const method_names[N_METHODS] = {"sync", "queued", "stream", "graph", "host"};
 
-// kStream calls of `call` on the stream; into a graph when `graph` is set (then replayed kStreamReps times).
-static void time_burst(void (*call)(const Problem *), const Problem *p, Method m, float *median, float *min) {
+// What a timing ran: runs timed, calls per run.
+typedef struct {
+    int runs, calls;
+} Count;
+
+// A burst's length for `call`: kStream calls, fewer where they would take
+// over kBurstUs by the GPU time of one warm call, at least one. Once per
+// call and shape, so its stream, graph and host rows time the same burst.
+static int burst_length(void (*call)(const Problem *), const Problem *p) {
+    cudaEvent_t start, stop;
+    CHECK(cudaEventCreate(&start));
+    CHECK(cudaEventCreate(&stop));
+    call(p); // warm-up
+    CHECK(cudaEventRecord(start, stream));
+    call(p);
+    CHECK(cudaEventRecord(stop, stream));
+    CHECK(cudaEventSynchronize(stop));
+    float ms = 0.0f;
+    CHECK(cudaEventElapsedTime(&ms, start, stop));
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    const double us = 1e3 * ms;
+    return us * kStream <= kBurstUs ? kStream : us >= kBurstUs ? 1 : (int)(kBurstUs / us);
+}
+
+// Bursts of n calls of `call` on the stream, into a graph when m is GRAPH
+// (then replayed): per-call median and min, and how many ran.
+static Count time_burst(void (*call)(const Problem *), const Problem *p, int n, Method m, float *median,
+                        float *min) {
     float us[kStreamReps];
     cudaEvent_t start, stop;
     CHECK(cudaEventCreate(&start));
@@ -239,31 +273,34 @@ static void time_burst(void (*call)(const Problem *), const Problem *p, Method m
     if (m == GRAPH) {
         cudaGraph_t g;
         CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeRelaxed)); // as ggml-cuda captures
-        for (int i = 0; i < kStream; i++) call(p);
+        for (int i = 0; i < n; i++) call(p);
         CHECK(cudaStreamEndCapture(stream, &g));
         CHECK(cudaGraphInstantiate(&exec, g, 0));
         CHECK(cudaGraphDestroy(g));
         CHECK(cudaGraphLaunch(exec, stream)); // warm-up
     } else {
-        for (int i = 0; i < kStream; i++) call(p); // warm-up
+        for (int i = 0; i < n; i++) call(p); // warm-up
     }
     sync_all();
-    for (int r = 0; r < kStreamReps; r++) {
+    const double t0 = host_us();
+    int r = 0;
+    while (r < kStreamReps && (r < kMinReps || host_us() - t0 < kBudgetUs)) {
         const double h0 = host_us();
         CHECK(cudaEventRecord(start, stream));
         if (exec) CHECK(cudaGraphLaunch(exec, stream));
-        else for (int i = 0; i < kStream; i++) call(p);
+        else for (int i = 0; i < n; i++) call(p);
         const double h1 = host_us();
         CHECK(cudaEventRecord(stop, stream));
         CHECK(cudaEventSynchronize(stop));
         float ms = 0.0f;
         CHECK(cudaEventElapsedTime(&ms, start, stop));
-        us[r] = m == HOST ? (float)((h1 - h0) / kStream) : 1e3f * ms / kStream;
+        us[r++] = m == HOST ? (float)((h1 - h0) / n) : 1e3f * ms / n;
     }
     if (exec) CHECK(cudaGraphExecDestroy(exec));
     cudaEventDestroy(start);
     cudaEventDestroy(stop);
-    median_min(us, kStreamReps, median, min);
+    median_min(us, r, median, min);
+    return (Count){r, n};
 }
 
 // Median and min (us) of p->reps cold runs of `call`; queued: no host wait between the flush and the start event.
@@ -292,10 +329,12 @@ static void time_cold(void (*call)(const Problem *), const Problem *p, void *jun
     cudaEventDestroy(stop);
 }
 
-static void time_call(void (*call)(const Problem *), const Problem *p, void *junk, Method m, float *median,
-                      float *min) {
-    if (m == SYNC || m == QUEUED) time_cold(call, p, junk, m == QUEUED, median, min);
-    else time_burst(call, p, m, median, min);
+// burst: the burst's length for the stream, graph and host methods
+static Count time_call(void (*call)(const Problem *), const Problem *p, void *junk, int burst, Method m,
+                       float *median, float *min) {
+    if (m != SYNC && m != QUEUED) return time_burst(call, p, burst, m, median, min);
+    time_cold(call, p, junk, m == QUEUED, median, min);
+    return (Count){p->reps, 1};
 }
 
 // Largest |a - b| over n floats of two device buffers, and the largest |b|.
@@ -363,7 +402,7 @@ int main(int argc, char **argv) {
                  {"ggml_pdl+nbr", run_ggml_pdl_nbr, 0, 1}, {"ggml+nbr0", run_ggml_nbr0, 0, 1},
                  {"kdn+nbr", run_kdn_nbr, 1, 1},     {"kdn+nbr0", run_kdn_nbr0, 1, 1}};
     const int N_CALLS = (int)(sizeof calls / sizeof calls[0]);
-    printf("build\tT\tB\tcall\tmethod\tmedian_us\tmin_us\to_rel_diff\tstate_rel_diff\n");
+    printf("build\tT\tB\tcall\tmethod\tmedian_us\tmin_us\to_rel_diff\tstate_rel_diff\truns\tcalls_per_run\n");
     for (int s = 0; s < n_shapes; s++) {
         int T = 0, B = 0;
         char end = 0;
@@ -373,16 +412,23 @@ int main(int argc, char **argv) {
         }
         Problem p;
         make_problem(&p, T, B);
-        double o_rel[N_CALLS], s_rel[N_CALLS];
-        for (int c = 0; c < N_CALLS; c++)
-            agreement(&p, calls[c].libkdn ? calls[c].call : run_kdn, &o_rel[c], &s_rel[c]);
+        // the recurrent kernel's agreement once, for it and every call of no libkdn
+        double o_rel[N_CALLS], s_rel[N_CALLS], o_kdn, s_kdn;
+        agreement(&p, run_kdn, &o_kdn, &s_kdn);
+        for (int c = 0; c < N_CALLS; c++) {
+            o_rel[c] = o_kdn, s_rel[c] = s_kdn;
+            if (calls[c].libkdn && calls[c].call != run_kdn) agreement(&p, calls[c].call, &o_rel[c], &s_rel[c]);
+        }
+        int burst[N_CALLS];
+        for (int c = 0; c < N_CALLS; c++) burst[c] = burst_length(calls[c].call, &p);
         for (int m = 0; m < N_METHODS; m++)
             for (int c = 0; c < N_CALLS; c++) {
                 if (calls[c].burst && (m == SYNC || m == QUEUED)) continue;
                 float med, mn;
-                time_call(calls[c].call, &p, junk, (Method)m, &med, &mn);
-                printf("%s\t%d\t%d\t%s\t%s\t%.2f\t%.2f\t%.2e\t%.2e\n", label, p.T, p.B, calls[c].name,
-                       method_names[m], med, mn, o_rel[c], s_rel[c]);
+                const Count n = time_call(calls[c].call, &p, junk, burst[c], (Method)m, &med, &mn);
+                printf("%s\t%d\t%d\t%s\t%s\t%.2f\t%.2f\t%.2e\t%.2e\t%d\t%d\n", label, p.T, p.B, calls[c].name,
+                       method_names[m], med, mn, o_rel[c], s_rel[c], n.runs, n.calls);
+                fflush(stdout); // each row as it is timed: a run cut short keeps what it timed
             }
         free_problem(&p);
     }

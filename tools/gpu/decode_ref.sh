@@ -7,9 +7,9 @@
 # each TREE (a checkout of this repository with `make lib BACKEND=cuda` done)
 # and runs the binaries alternately, twice each. Prints a TSV: build, T, B,
 # call, method (sync, queued, stream, graph, host), median and min us,
-# ggml-vs-that-call difference of o and state; tools/gpu/sweep_table.py turns
-# it into the side-by-side table. DECODE_REF_SHAPES: the shapes, as
-# space-separated T:B (default: decode_ref.cu's 1:1 1:4 1:128 64:1 64:4).
+# ggml-vs-that-call difference of o and state, runs timed and calls per run
+# (long calls' bursts shrink); tools/gpu/sweep_table.py makes the table.
+# DECODE_REF_SHAPES: space-separated T:B (default: 1:1 1:4 1:128 64:1 64:4).
 # usage: tools/gpu/decode_ref.sh [--cut-only] GGML_GDN_CU OUTDIR TREE [TREE ...]   (CUDA machine)
 #   --cut-only: only cut ggml's kernel into OUTDIR/ggml_gdn_kernel.cuh (no build, no GPU)
 set -euo pipefail
