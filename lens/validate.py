@@ -129,6 +129,9 @@ RATIO_ROWS = [  # a published time ratio of two kernels: the prediction's ratio,
 CAUSES = {
     "op-006@T64": "too slow: the per-token chain (4 dependent global round trips, 12 ds_bpermute waits) costs "
                   "what the lens's unsourced latencies and its issue rule make it, not GCN's",
+    "tri-64-32": "too fast: 16 workgroups, each a 64-row dependent chain of LDS reads and wave reductions whose "
+                 "time the lens's unsourced LDS latency and issue rule decide; at the Radeon VII's 1800 MHz the "
+                 "lens has it 1.8x too fast, the mirror of op-006@T64's chain (same run) 1.6x too slow",
     "add-tp4": "the floor left out is this report's; the other publication's traced no-op (5.4 us) is a "
                "different profiler's overhead",
     "gfx906fork-018": "too fast: the lens calls multi-sequence decode HBM-bound; each wave's dependent state "
