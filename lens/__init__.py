@@ -30,7 +30,7 @@ What it leaves out (docs/performance.md, "MI50 simulator"): caches other than
 an L2 that serves repeated reads (the HBM ceiling counts the compulsory bytes
 only), instruction fetch and the instruction buffer, LDS bank conflicts,
 memory-address coalescing beyond "a wave's lanes move active_lanes x width
-bytes", clocks under load (it runs at the 1725 MHz boost clock) and the
+bytes", clock changes within a run (one clock per launch: lens/machine.py) and the
 scheduler's dispatch order beyond round robin.
 
 Stages, one module each, each importing only the ones above it:

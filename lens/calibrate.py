@@ -6,6 +6,7 @@
           commit that was measured (a ggml tree fetched at run time into build/calib, never kept),
           launched as its framework launched it at the measured shape, simulated: within 25 % of the
           measurement
+Each row is simulated at the engine clock its source states (results/gfx906-published.tsv clock_mhz).
 
 A row outside is marked with the reason (OUTSIDE below); a marked row that comes within fails the check
 (its reason is stale), as does an unmarked row outside. These rows are in sample (the constants were set
@@ -25,6 +26,8 @@ from lens.program import Objects, load
 CLPEAK = "https://github.com/krrishnarraj/clpeak/issues/109 (clpeak, Radeon Pro VII, gfx906)"
 SKYNE = ("https://skyne98.github.io/wiki-gfx906/studies/2026-02-21/gfx906-latency-hiding-ops.html "
          "(skyne98/wiki-gfx906, MI50)")
+# the engine clock each source states: clpeak's device query on that Radeon Pro VII, rocminfo on those MI50s
+CLPEAK_CLOCK, SKYNE_CLOCK = 1.700e9, 1.725e9
 CALIB_SRC = os.path.join(ROOT, "lens/calib/gfx906_calib.cpp")
 PUBLISHED = os.path.join(ROOT, "results/gfx906-published.tsv")
 TABLE = os.path.join(ROOT, "results/gfx906-in-sample.tsv")
@@ -36,9 +39,11 @@ GGML_URL = "https://github.com/ggml-org/ggml.git"
 OUTSIDE = {
     "dpp-bpermute": "the published kernels are not published: their rates are 32 % and 37 % of the simulated "
                     "ceilings, bound by something their source would show (docs/performance.md, Calibration)",
-    "gdn-decode": "simulated 9 us, loaded clock (or 15 us at the light one) against 86.8 measured: the kernel "
+    "tri-64-32": "simulated 28.9 us at the Radeon VII's 1800 MHz against 50.8 measured: the cause lens/validate.py "
+                 "gives the same row out of sample (a dependent per-row chain the unsourced latencies decide)",
+    "gdn-decode": "simulated 8.6 us at the Radeon VII's 1800 MHz against 86.8 measured: the kernel "
                   "(23 VGPRs, no scratch, coalesced state rows) is HBM- and issue-bound in the lens; no published "
-                  "latency, clock or dispatch figure closes a 10x gap that SOLVE_TRI's row (same run) does not show",
+                  "latency, clock or dispatch figure closes a 10x gap (SOLVE_TRI's row of the same run is 1.8x off)",
 }
 
 
@@ -60,15 +65,17 @@ def micro_rows(co, rounds):
     n_threads = wgs * threads
     out_p, in_p = 1 << 40, 1 << 41
 
-    def run(name, args, hbm=0):
-        return simulate(by[name], Launch((wgs, 1, 1), (threads, 1, 1), 0, kernargs(*args), hbm_bytes=hbm), other=False)
+    def run(name, args, clock, hbm=0):
+        return simulate(by[name], Launch((wgs, 1, 1), (threads, 1, 1), 0, kernargs(*args), hbm_bytes=hbm), clock)
 
-    fma = run("calib_fma", [("p", out_p), ("f", 1.0001), ("f", 0.5), ("i", rounds)])
+    fma = run("calib_fma", [("p", out_p), ("f", 1.0001), ("f", 0.5), ("i", rounds)], CLPEAK_CLOCK)
     n4 = n_threads * 256
-    stream = run("calib_stream", [("p", in_p), ("p", out_p), ("i", n4)], hbm=16 * n4 + 4 * n_threads)
-    lds = run("calib_lds", [("p", out_p), ("i", rounds)])
-    dpp = run("calib_dpp", [("p", out_p), ("i", rounds)])
-    bperm = run("calib_bpermute", [("p", out_p), ("i", rounds)])
+    stream_args = [("p", in_p), ("p", out_p), ("i", n4)]
+    stream = run("calib_stream", stream_args, CLPEAK_CLOCK, hbm=16 * n4 + 4 * n_threads)
+    stream_wiki = run("calib_stream", stream_args, SKYNE_CLOCK, hbm=16 * n4 + 4 * n_threads)
+    lds = run("calib_lds", [("p", out_p), ("i", rounds)], SKYNE_CLOCK)
+    dpp = run("calib_dpp", [("p", out_p), ("i", rounds)], SKYNE_CLOCK)
+    bperm = run("calib_bpermute", [("p", out_p), ("i", rounds)], SKYNE_CLOCK)
 
     def rate(work, r):
         return work / (r.us * 1e-6)
@@ -76,8 +83,8 @@ def micro_rows(co, rounds):
              CLPEAK),
             ("stream-clpeak", "streaming read float4 (global_load_dwordx4)", rate(16 * n4 / 1e9, stream), stream, 797,
              828, "GB/s", CLPEAK),
-            ("stream-wiki", "streaming read global_load_dwordx4", rate(16 * n4 / 1e9, stream), stream, 867, 873,
-             "GB/s", SKYNE),
+            ("stream-wiki", "streaming read global_load_dwordx4", rate(16 * n4 / 1e9, stream_wiki), stream_wiki,
+             867, 873, "GB/s", SKYNE),
             ("lds", "LDS ds_read_b128 streaming", rate(16 * 4 * rounds * n_threads / 1e12, lds), lds, 9.5, 11.2,
              "TB/s", SKYNE),
             ("dpp-bpermute", "DPP row_shr exchange rate / ds_bpermute_b32's", bperm.us / dpp.us, dpp, 1778 / 970,
@@ -133,7 +140,7 @@ def kernel_rows():
         if code is None:
             rows.append((p, None, "no %s in ggml %s's %s.cu" % (" or ".join(names), commit, src)))
             continue
-        rows.append((p, simulate(code, make(code)), None))
+        rows.append((p, simulate(code, make(code), float(p["clock_mhz"]) * 1e6), None))
     return rows
 
 

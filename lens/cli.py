@@ -6,7 +6,7 @@ calibrate targets):
   python3 -m lens selftest                      hand-worked cases
   python3 -m lens calibrate [OUT.tsv]           microbenchmarks and in-sample kernel rows (calibrate.py)
   python3 -m lens validate FORK_DIR [TOOLCHAIN]  out of sample -> results/gfx906-calibration.tsv (validate.py)
-  python3 -m lens bands                         results/gfx906-bands.tsv from that table (peers.py)
+  python3 -m lens bands                         results/gfx906-bands.tsv from that table (bands.py)
   python3 -m lens peers FORK_DIR [TOOLCHAIN CO_DIR]  libkdn and the fork's kernels -> results/gfx906-peers.tsv
   python3 -m lens table [TOOLCHAIN CO_DIR]      the product simulated -> results/gfx906-sim.tsv
   python3 -m lens check [TOOLCHAIN CO_DIR]      the simulated-time gate against that table

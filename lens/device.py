@@ -2,7 +2,7 @@
 
 from lens.cu import CU
 from lens.launch import workgroups_per_cu
-from lens.machine import BUSY_LOADED, CLOCK_LIGHT, CLOCK_LOADED, CUS, DISPATCH_FLOOR_US, HBM_BYTES_PER_S
+from lens.machine import CLOCK_UNDER_LOAD, CUS, DISPATCH_FLOOR_US, HBM_BYTES_PER_S
 
 
 # ---- the device: rounds of workgroups over 60 CUs -------------------------------------------------
@@ -40,41 +40,18 @@ def round_seconds(rounds, hbm_total, n, clock):
     return [(count, max(clocks / clock, hbm_total * size / n / HBM_BYTES_PER_S)) for count, size, clocks, _ in rounds]
 
 
-def device_busy(rounds, secs, clock):
-    """The busiest of VALU (its busiest SIMD) and LDS, as a share of all 60 CUs over the launch's time."""
-    busy = sum(count * max(max(cu.valu_busy), cu.lds_busy) / clock * min(CUS, size)
-               for count, size, _, cu in rounds)
-    return busy / (CUS * sum(c * s for c, s in secs))
-
-
-def at_clock(code, launch, clock):
-    """(seconds, rounds, busy, HBM bytes) of one launch with the CUs at this clock."""
+def simulate(code, launch, clock=CLOCK_UNDER_LOAD):
+    """Simulated time of one launch with the CUs at this clock: rounds of CUS x workgroups-per-CU
+    workgroups (dispatched in order, round robin over the CUs); a round lasts as long as its busiest
+    simulated CU (CU 0, which the round-robin dispatch gives the most workgroups) or its share of the
+    kernel's HBM bytes at the sustained bandwidth, whichever is longer. Every full round is taken to
+    cost what the first one does. No launch costs less than the dispatch floor."""
     n = launch.grid[0] * launch.grid[1] * launch.grid[2]
+    per_cu, waves_simd = workgroups_per_cu(code, launch)
     rounds = run_rounds(code, launch, clock)
     total_vmem = sum(c * cu.vmem_bytes * min(CUS, size) / max(1, len(cu.groups)) for c, size, _, cu in rounds)
     hbm_total = launch.hbm_bytes if launch.hbm_bytes is not None else total_vmem
-    secs = round_seconds(rounds, hbm_total, n, clock)
-    return sum(c * s for c, s in secs), rounds, device_busy(rounds, secs, clock), hbm_total
-
-
-def simulate(code, launch, other=True):
-    """Simulated time of one launch: rounds of CUS x workgroups-per-CU workgroups (dispatched in
-    order, round robin over the CUs); a round lasts as long as its busiest simulated CU (CU 0, which
-    the round-robin dispatch gives the most workgroups) or its share of the kernel's HBM bytes at
-    the sustained bandwidth, whichever is longer. Every full round is taken to cost what the first
-    one does. Simulated at both clocks under load: the launch runs at the loaded one where it keeps
-    the device busy there (BUSY_LOADED), else at the light one; us is that clock's time, us_other the
-    other's (the clock is the least certain parameter: the bands take both; other=False skips the
-    light clock's run where the loaded one is picked, us_other is then None). No launch costs less
-    than the dispatch floor."""
-    n = launch.grid[0] * launch.grid[1] * launch.grid[2]
-    per_cu, waves_simd = workgroups_per_cu(code, launch)
-    loaded = at_clock(code, launch, CLOCK_LOADED)
-    busy = loaded[2]
-    light = at_clock(code, launch, CLOCK_LIGHT) if other or busy < BUSY_LOADED else None
-    (secs, rounds, _, hbm_total), alt, clock = (loaded, light, CLOCK_LOADED) if busy >= BUSY_LOADED else \
-        (light, loaded, CLOCK_LIGHT)
-    return SimResult(us=max(DISPATCH_FLOOR_US, secs * 1e6), us_other=alt and max(DISPATCH_FLOOR_US, alt[0] * 1e6),
-                     rounds=rounds, per_cu=per_cu, waves_simd=waves_simd, wgs=n, slots=CUS * per_cu,
-                     unknown=sum(cu.unknown for _, _, _, cu in rounds), hbm_us=hbm_total / HBM_BYTES_PER_S * 1e6,
-                     clock=clock, busy=busy)
+    secs = sum(c * s for c, s in round_seconds(rounds, hbm_total, n, clock))
+    return SimResult(us=max(DISPATCH_FLOOR_US, secs * 1e6), rounds=rounds, per_cu=per_cu, waves_simd=waves_simd,
+                     wgs=n, slots=CUS * per_cu, unknown=sum(cu.unknown for _, _, _, cu in rounds),
+                     hbm_us=hbm_total / HBM_BYTES_PER_S * 1e6, clock=clock)

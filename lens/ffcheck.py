@@ -3,7 +3,7 @@ launch's rounds must agree within FF_TOL in clocks and in every SIMD's VALU busy
 fast-forward must have skipped clocks (else the check proves nothing)."""
 from lens.device import run_rounds
 from lens.launch import Launch
-from lens.machine import CLOCK_LOADED
+from lens.machine import CLOCK_UNDER_LOAD
 from lens.product import recorded_launches
 
 FF_TOL = 0.01
@@ -16,8 +16,8 @@ FF_CASES = [("recurrent", 320, 1, 32, "kernel_deltanet_recurrent"), ("chunked", 
 def compare(code, launch, what):
     """Failures (strings) of one launch, fast-forwarded against clock by clock."""
     fails = []
-    quick = run_rounds(code, launch, CLOCK_LOADED, fast=True)
-    slow = run_rounds(code, launch, CLOCK_LOADED, fast=False)
+    quick = run_rounds(code, launch, CLOCK_UNDER_LOAD, fast=True)
+    slow = run_rounds(code, launch, CLOCK_UNDER_LOAD, fast=False)
     for (_, size, qc, qcu), (_, _, sc, scu) in zip(quick, slow):
         busy_q = [round(b / qc, 4) for b in qcu.valu_busy]
         busy_s = [round(b / sc, 4) for b in scu.valu_busy]

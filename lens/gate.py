@@ -37,7 +37,7 @@ def merge_tsv(path, head, rows, toolchain):
 
 def save_tables(rows, objects, toolchain):
     merge_tsv(SIM_TABLE, SIM_COLS, [[r["toolchain"], r["path"], r["kernel"], r["T"], r["B"], r["heads"], r["gate"],
-                                     "%.1f" % r["us"], "%.1f" % r["other"], "%.1f" % r["low"], "%.1f" % r["high"],
+                                     "%.1f" % r["us"], "%.1f" % r["low"], "%.1f" % r["high"],
                                      "%.1f" % r["floor"],
                                      "%.1f" % r["layer_floor"] if "layer_floor" in r else "-", r["binding"]] for r in rows], toolchain)
     loops, seen = [], set()

@@ -3,20 +3,17 @@
 # ---- the machine: physical parameters ----------------------------------------------------------
 # docs/lens-constants.md gives each constant's source, or that it has none and its sensitivity.
 # Calibrated against published gfx906 measurements (results/gfx906-calibration.tsv): HBM_BYTES_PER_S,
-# LDS_BYTES_PER_CLK, the clocks under load and the dispatch floor below. Taken from the Vega ISA manual /
+# LDS_BYTES_PER_CLK and the dispatch floor below. Taken from the Vega ISA manual /
 # the MI50 data sheet: the rest. Latencies are in clocks at CLOCK; the memory-side ones (LAT_VMEM,
 # LAT_STORE) are times, so at another clock they are those times in that clock's cycles.
 CLOCK = 1.725e9            # Hz, MI50 boost clock: the clock the latencies below are given at
 
-# Clocks under load (the power manager's choice). Published: 999 MHz, the DPM floor under decode load
-# (small and memory-bound kernels, rocprof VALU busy 20-30 %), and 1675-1690 MHz mean under prefill
-# (VALU busy 61 %), both on a Vega 20 die (exabit-io/llama.cpp-gfx906-tuning, README and
-# reports/2026-09-08-fa-counters.md). A launch whose device-wide busy share (the busiest of VALU and
-# LDS over all 60 CUs and its whole time) reaches BUSY_LOADED runs at CLOCK_LOADED, else at CLOCK_LIGHT;
-# the threshold lies between the two published loads.
-CLOCK_LIGHT = 0.999e9
-CLOCK_LOADED = 1.69e9
-BUSY_LOADED = 0.45
+# The clock a simulated launch runs at where no measurement states another: the MI50's under llama.cpp
+# load, its peak engine clock. The source: Vega 20 dies serving llama.cpp at a 200 W cap run at their
+# 1730 MHz (exabit-io/llama.cpp-gfx906-tuning, README sections 1 and 6; prefill means 1675-1690 MHz,
+# reports/2026-09-08-fa-counters.md); 999 MHz only at a cap of 85 W or less, or under the SMC's clamp.
+# The MI50's peak is 1725 MHz under a 300 W cap. A validation row runs at the clock its source states.
+CLOCK_UNDER_LOAD = 1.725e9
 # A kernel launched behind another on one stream costs at least this (published: small kernels "run
 # back to back at the ~4 us dispatch floor of GCN", rocprofv3 kernel trace of llama.cpp on a Vega 20
 # die, exabit-io/llama.cpp-gfx906-tuning reports/2026-09-08-m1-kernel-trace.md).

@@ -40,7 +40,7 @@ def peer_row(objects, forks, toolchain, T, B, H):
         cpw = 4 if B >= 2 else 2
         code, name = fork.cpw_code(forks, cpw), "gated_delta_net_cpw<%d>" % cpw
         launch = fork.cpw_launch(code, cpw, H, T, B, H // 2)
-    theirs = simulate(code, launch, other=False).us
+    theirs = simulate(code, launch).us
     t_lo, t_hi = figure_band(theirs, style_of(name))
     o_lo, o_hi = total["low"], total["high"]
     ours = total["us"]

@@ -113,7 +113,7 @@ def code_key(code):
 
 # The simulator's rules, versioned: raise it with every change that can move a simulated time (the
 # gate then simulates every kernel again instead of taking the table's times for unchanged code).
-SIM_VERSION = "4"
+SIM_VERSION = "5"
 
 
 # Simulated launches, on disk: the simulation is deterministic, so a launch of code whose key (its
@@ -187,7 +187,7 @@ def summarise(res):
     if res.rounds[-1][1] < res.slots and len(res.rounds) > 1 and res.rounds[-1][2] > 0.5 * clocks \
             and res.rounds[-1][1] < 0.5 * res.slots and binding != "HBM" and count == 1:
         binding = "rounds"
-    return dict(us=res.us, us_other=res.us_other, binding=binding, stalls=stalls, unknown=res.unknown,
+    return dict(us=res.us, binding=binding, stalls=stalls, unknown=res.unknown,
                 rounds=len(res.rounds), per_cu=res.per_cu)
 
 
@@ -198,31 +198,30 @@ def product_rows(objects, toolchain, shapes=SHAPES, paths=PATHS):
     for shape in shapes:
         T, B, heads, gate = full_shape(shape)
         for label, path in paths:
-            total, total_floor, total_lo, total_hi, total_other = 0.0, 0.0, 0.0, 0.0, 0.0
+            total, total_floor, total_lo, total_hi = 0.0, 0.0, 0.0, 0.0
             for name, grid, block, lds, args in recorded_launches(path, T, B, heads, gate):
                 flops, nbytes = floor_work(name, T, B, heads, gate)
                 r = simulate_cached(objects.get(name), Launch(grid, block, lds, args, hbm_bytes=nbytes))
                 f = floor_us(flops, nbytes)
                 lo, hi = figure_band(r["us"], style_of(name))
                 rows.append(dict(toolchain=toolchain, path=label, kernel=name.replace(" ", ""), T=T, B=B, heads=heads,
-                                 gate=gate, us=r["us"], other=r["us_other"], low=lo, high=hi, floor=f,
+                                 gate=gate, us=r["us"], low=lo, high=hi, floor=f,
                                  binding=r["binding"],
                                  stalls=r["stalls"], unknown=r["unknown"]))
                 total += r["us"]
                 total_floor += f
                 total_lo += lo
                 total_hi += hi
-                total_other += r["us_other"]
             rows.append(dict(toolchain=toolchain, path=label, kernel="total", T=T, B=B, heads=heads, gate=gate,
-                             us=total, other=total_other, low=total_lo, high=total_hi, floor=total_floor,
+                             us=total, low=total_lo, high=total_hi, floor=total_floor,
                              layer_floor=layer_floor_us(T, B, heads, gate, PEAK_FLOPS, PEAK_HBM),
                              binding="-", stalls={}, unknown=0))
     return rows
 
 
-# simulated_us at the clock the lens picks, other_us at the other clock under load, low_us-high_us the band
-# (the kernel style's out-of-sample error, lens/peers.py), layer_floor_us the call's (total rows; work.py)
-SIM_COLS = ["toolchain", "path", "kernel", "T", "B", "H_v", "gate", "simulated_us", "other_us", "low_us", "high_us",
+# simulated_us at the MI50's clock under llama.cpp load (lens/machine.py CLOCK_UNDER_LOAD), low_us-high_us the band
+# (the kernel style's out-of-sample error, lens/bands.py), layer_floor_us the call's (total rows; work.py)
+SIM_COLS = ["toolchain", "path", "kernel", "T", "B", "H_v", "gate", "simulated_us", "low_us", "high_us",
             "floor_us", "layer_floor_us", "binding"]
 
 

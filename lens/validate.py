@@ -20,7 +20,7 @@ from lens.device import simulate
 from lens.ggml import case_kernel, find_kernel
 
 TABLE = os.path.join(ROOT, "results/gfx906-calibration.tsv")
-COLS = ["id", "kernel", "style", "shape", "measured_us", "predicted_us", "ratio", "status", "source"]
+COLS = ["id", "kernel", "style", "shape", "measured_us", "predicted_us", "clock_mhz", "ratio", "status", "source"]
 TOL = 0.35
 REINSTINCT = "https://github.com/sixvolts/reinstinct/blob/49a385692124276142b35fdd8a7e17a5b7ac4490/notes/" \
              "R5-decode-attribution.md"
@@ -30,8 +30,6 @@ FURNACE = "https://github.com/nik343/llamacpp-gfx906-furnace/blob/058d978482b8fb
 SOURCES = {
     "DISPATCH_FLOOR_US": ("exabit-io/llama.cpp-gfx906-tuning", 5.4,
                           "a no-op kernel traced by rocprofv3, 5.0-5.8 us (sixvolts/reinstinct R5)"),
-    "CLOCK_LOADED": ("exabit-io/llama.cpp-gfx906-tuning", None, ""),
-    "CLOCK_LIGHT": ("exabit-io/llama.cpp-gfx906-tuning", None, ""),
     "HBM_BYTES_PER_S": ("krrishnarraj/clpeak", None, ""),
     "LDS_BYTES_PER_CLK": ("skyne98/wiki-gfx906", None, ""),
 }
@@ -75,7 +73,9 @@ def hbm_us(nbytes):
     return max(device.DISPATCH_FLOOR_US, nbytes / device.HBM_BYTES_PER_S * 1e6)
 
 
-# (id, kernel, style, shape, measured us, source, prediction, note on what the timer includes)
+# (id, kernel, style, shape, measured us, source, prediction, note on what the timer includes). A fork kernel
+# runs at the clock its source states (FORK_CLOCKS); ggml's at its published row's clock_mhz; a floor or an
+# HBM time has no clock.
 ROWS = [
     ("op-006@T64", "ggml gated_delta_net_cuda<128, false>", "register-state token loop",
      "H_v=32 S=128 T=64 B=1 (test-backend-ops' T = 64 case)", 171.3, "https://github.com/ggml-org/llama.cpp/pull/"
@@ -112,6 +112,12 @@ ROWS = [
      "https://github.com/ai-infos/vllm-gfx906-mobydick/blob/4e0ada2984685433aefcd21ab6537374a5d044c5/docs/gfx906/"
      "dvfs-mi50.md", ("hbm", 248320 * 5120 * 2), "kernel not built: the lens's HBM time of its bytes"),
 ]
+FORK_CLOCKS = {  # MHz: the engine clock each fork row's source states
+    "gfx906fork-017": 1825, "gfx906fork-017/8": 1825,  # the fork author's card: 1825 MHz (its README's table)
+    "gfx906fork-018": 1825, "gfx906fork-018/2": 1825,  # the same source comment, the same card
+    "gfx906fork-005": 1725,  # 225 W, stock clocks, perf level auto: the MI50's peak engine clock
+    "gfx906fork-019": 1725,  # the copy's owner's card (stock clocks); a ratio of two launches at one clock
+}
 RATIO_ROWS = [  # a published time ratio of two kernels: the prediction's ratio, the measured one
     ("gfx906fork-019", "fork lds_wave64<16> T=3 / cpw<2> T=1", "LDS state slab", "H_v=32 S=128 B=1", 2.3,
      "https://github.com/sixvolts/llamacpp-gfx906-furnace/blob/77eda35292e8e96452839c6b550d9cb3246a64d5/ggml/src/"
@@ -123,6 +129,9 @@ RATIO_ROWS = [  # a published time ratio of two kernels: the prediction's ratio,
 CAUSES = {
     "op-006@T64": "too slow: the per-token chain (4 dependent global round trips, 12 ds_bpermute waits) costs "
                   "what the lens's unsourced latencies and its issue rule make it, not GCN's",
+    "tri-64-32": "too fast: 16 workgroups, each a 64-row dependent chain of LDS reads and wave reductions whose "
+                 "time the lens's unsourced LDS latency and issue rule decide; at the Radeon VII's 1800 MHz the "
+                 "lens has it 1.8x too fast, the mirror of op-006@T64's chain (same run) 1.6x too slow",
     "add-tp4": "the floor left out is this report's; the other publication's traced no-op (5.4 us) is a "
                "different profiler's overhead",
     "gfx906fork-018": "too fast: the lens calls multi-sequence decode HBM-bound; each wave's dependent state "
@@ -160,7 +169,11 @@ class Kernels:
         code = find_kernel(self.ggml[(commit, src)].by_name, names)
         return code, make(code)
 
-    def predict(self, how):
+    def clock_mhz(self, rid, how):
+        """The engine clock the row's source states (None: a floor or an HBM time, which no clock moves)."""
+        return float(self.published[how[1]]["clock_mhz"]) if how[0] == "ggml" else FORK_CLOCKS.get(rid)
+
+    def predict(self, how, mhz):
         kind = how[0]
         if kind == "floor":
             return floor_us()
@@ -172,7 +185,7 @@ class Kernels:
             n, H, T, B = how[1:]
             code = (fork.lds_code if kind == "lds" else fork.cpw_code)(self.fork, n)
             launch = (fork.lds_launch if kind == "lds" else fork.cpw_launch)(code, n, H, T, B, H // 2 if H > 16 else H)
-        return simulate(code, launch, other=False).us
+        return simulate(code, launch, mhz * 1e6).us
 
 
 def status(rid, ratio, in_sample, note):
@@ -188,17 +201,19 @@ def status(rid, ratio, in_sample, note):
 def rows(kernels):
     out = []
     for rid, kernel, style, shape, measured, url, how, note in ROWS:
+        mhz = kernels.clock_mhz(rid, how)
         with without(url) as in_sample:
-            pred = kernels.predict(how)
-        out.append([rid, kernel, style, shape, "%.4g" % measured, "%.4g" % pred, "%.3f" % (pred / measured),
-                    status(rid, pred / measured, in_sample, note), url])
-        print("\t".join(out[-1][:7]), flush=True)
-    for rid, kernel, style, shape, measured, url, (a, b), note in RATIO_ROWS:
-        with without(url) as in_sample:
-            pred = kernels.predict(a) / kernels.predict(b)
-        out.append([rid, kernel, style, shape + " (time ratio)", "%.4g" % measured, "%.4g" % pred,
+            pred = kernels.predict(how, mhz)
+        out.append([rid, kernel, style, shape, "%.4g" % measured, "%.4g" % pred, "-" if mhz is None else "%.0f" % mhz,
                     "%.3f" % (pred / measured), status(rid, pred / measured, in_sample, note), url])
-        print("\t".join(out[-1][:7]), flush=True)
+        print("\t".join(out[-1][:8]), flush=True)
+    for rid, kernel, style, shape, measured, url, (a, b), note in RATIO_ROWS:
+        mhz = FORK_CLOCKS[rid]
+        with without(url) as in_sample:
+            pred = kernels.predict(a, mhz) / kernels.predict(b, mhz)
+        out.append([rid, kernel, style, shape + " (time ratio)", "%.4g" % measured, "%.4g" % pred, "%.0f" % mhz,
+                    "%.3f" % (pred / measured), status(rid, pred / measured, in_sample, note), url])
+        print("\t".join(out[-1][:8]), flush=True)
     return out
 
 

@@ -14,7 +14,7 @@ build/isa; `make isa-vs-llama TOOLCHAIN=rocm6` gives rocm6.4 and build/isa-rocm6
 build/isa-rocm7).
 
 Writes results/gfx906-vs-llama.tsv (this toolchain's rows): shape, ours_us, llama_us, ratio = llama_us /
-ours_us (> 1: libkdn faster), each with its band (low, high: peers.figure_band, ratio_band). Every figure is a
+ours_us (> 1: libkdn faster), each with its band (low, high: bands.figure_band, ratio_band). Every figure is a
 simulation, not a measurement.
 """
 import os

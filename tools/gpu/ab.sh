@@ -5,7 +5,8 @@
 # as kernels/NAME.cpp=FILE, or another checkout of the repository given as a
 # directory (built where it is; e.g. the commit before a change that spans
 # files, from git archive). Every build is checked first (the CHECK
-# tests), then benched in PASSES rounds, builds alternating inside a round,
+# tests), then benched in PASSES rounds, builds alternating inside a round (their
+# order reversed every other round),
 # each SET of --set overrides on every TEST. Times are read from the
 # harness's TSV log (--log: its bench:<label> rows, median_us and min_us),
 # never from the console.
@@ -36,7 +37,7 @@ while [ $# -gt 0 ]; do
         *) break ;;
     esac
 done
-[ $# -ge 1 ] || { sed -n '13,22p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+[ $# -ge 1 ] || { sed -n '14,23p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 out=$(mkdir -p "$1" && cd "$1" && pwd); shift
 [ ${#tests[@]} -gt 0 ] || tests=(compare_T64_B1)
 [ ${#sets[@]} -gt 0 ] || sets=("")
@@ -82,7 +83,10 @@ for pass in $(seq 1 "$passes"); do
     for s in "${!sets[@]}"; do
         set_args=()
         for kv in ${sets[$s]}; do set_args+=(--set "$kv"); done
-        for i in "${!names[@]}"; do
+        # odd passes in the given order, even passes reversed: no build always runs first
+        order=("${!names[@]}")
+        if ((pass % 2 == 0)); then order=(); for ((i = ${#names[@]} - 1; i >= 0; i--)); do order+=("$i"); done; fi
+        for i in "${order[@]}"; do
             log=$out/logs/${names[$i]}_p${pass}_s$s.tsv
             (cd "${dirs[$i]}" && "./$bin" --bench --reps "$reps" "${test_args[@]}" "${set_args[@]}" --log "$log" \
                 > /dev/null 2>&1) || true
@@ -117,4 +121,4 @@ awk -F'\t' -v builds="${names[*]}" '
             printf "\n"
         }
     }' "$out/ab.tsv" > "$out/ab_summary.tsv"
-column -t -s "$(printf '\t')" "$out/ab_summary.tsv"
+if command -v column > /dev/null; then column -t -s "$(printf '\t')" "$out/ab_summary.tsv"; else cat "$out/ab_summary.tsv"; fi
