@@ -38,7 +38,9 @@ def row(path, T, B, hk, hv, D, gate="scalar", K=1, hmap="tiled", chunk=0, views=
     return Shape(path, T, B, hk, hv, D, gate, K, hmap, chunk, views)
 
 
-QUICK = [row("recurrent", 1, 1, 1, 2, 16), row("chunked", 40, 1, 1, 1, 16, chunk=32)]
+# make test's rows: the recurrent decode, the chunked path at chunk 32 and the same through the gather
+QUICK = [row("recurrent", 1, 1, 1, 2, 16), row("chunked", 40, 1, 1, 1, 16, chunk=32),
+         row("chunked", 40, 1, 1, 2, 16, chunk=32, views="fused")]
 # The recurrent kernel's instances: R (state rows per lane) and kFull from D (16 and 33: R 4 partial,
 # 64: 4 full, 100 and 70: 8 partial, 128: 8 full, 200: 16 partial, 256: 16 full), kVec from D % 4 and the
 # views' alignment (odd D, or "odd" views where D is a multiple of 4), then one row per variant the
@@ -64,7 +66,6 @@ def recurrent_rows(D, views):
 # workgroup takes seconds in the functional mode.
 FULL = QUICK + [row("chunked", 33, 1, 2, 4, 33, hmap="block", chunk=32),
                 row("chunked", 65, 1, 1, 1, 70, chunk=64),
-                row("chunked", 40, 1, 1, 2, 16, chunk=32, views="fused"),
                 row("chunked", 33, 2, 1, 1, 64, chunk=32, views="odd"),
                 row("chunked", 40, 1, 1, 2, 16, K=2, chunk=32),
                 row("chunked", 64, 1, 1, 1, 128, chunk=64)] + [
