@@ -7,8 +7,10 @@ and their outputs compared with a double-precision recurrence under the ladder's
 
   python3 -m lens isa-run [quick|full [LOG]]     (make isa-run [TOOLCHAIN=rocm6] [ISA_RUN=full])
 One line per shape: the ladder's verdict words (PASS, FAIL), the kernels, the normwise error against the
-fp64 reference, whether two wave schedules agree, and the comparison with the CPU executor; the full set
+fp64 reference, whether two wave schedules agree, the comparison with the CPU executor and a hash of dst's
+bytes (equal hashes in two toolchains' logs: the same dst bit for bit); the full set
 ends with a coverage line: every kernel in the objects (each template instance) launched by some row."""
+import hashlib
 import math
 import os
 import random
@@ -262,7 +264,7 @@ def check(objects, s):
         "agree" if same else "DIFFER")
     cpu_ok, cpu_text = against_cpu(got, run_cpu(s, init, views, extents(s)), n, names)
     text += cpu_text
-    text += "  %.1f s" % (time.time() - t0)
+    text += "  dst %s  %.1f s" % (hashlib.sha1(bits(got)).hexdigest()[:12], time.time() - t0)  # across toolchains
     return ("PASS" if ok and same and cpu_ok else "FAIL"), text, names
 
 
