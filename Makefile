@@ -294,12 +294,15 @@ isa: $(TOOLCHAIN_READY)
 	@$(ISA_ENV) python3 -m lens isa-report
 	@$(ISA_ENV) $(SIM_PYTHON) -m lens table $(SIM_ARGS)
 # make isa-run [ISA_RUN=full]: the product's gfx906 objects, built now, run by the lens's functional mode on
-# generated inputs and checked against an fp64 recurrence (lens/isa_run.py); log build/isa-run*.log;
+# generated inputs and checked against an fp64 recurrence and the CPU executor's libkdn (build/cpu) on the same
+# inputs (lens/isa_run.py); log build/isa-run*.log;
 # ISA_FAULT=waitcnt|lds plants a fault in the built objects first (lens/isa_faults.py: it must FAIL)
+# ISA_CONTRACT=off builds them with -ffp-contract=off: the recurrent kernel's rows then match the CPU bit for bit
 ISA_RUN ?= quick
 .PHONY: isa-run
 isa-run: $(TOOLCHAIN_READY)
-	@$(ISA_ENV) ISA_FAULT=$(ISA_FAULT) python3 -m lens isa-run $(ISA_RUN) build/isa-run$(if $(filter-out host,$(TOOLCHAIN)),-$(TOOLCHAIN)).log
+	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/libkdn.so
+	@$(ISA_ENV) ISA_FAULT=$(ISA_FAULT) ISA_CONTRACT=$(ISA_CONTRACT) python3 -m lens isa-run $(ISA_RUN) build/isa-run$(if $(filter-out host,$(TOOLCHAIN)),-$(TOOLCHAIN)).log
 isa-check: $(TOOLCHAIN_READY)
 	@$(ISA_ENV) python3 -m lens isa-check
 	@$(ISA_ENV) python3 -m lens check $(SIM_ARGS)

@@ -56,7 +56,8 @@ Stages, one module each, each importing only the ones above it:
   func_ops     functional mode: each instruction on real values (DPP, memory, LDS, counters)
   functional   functional mode: waves, barriers, poison until s_waitcnt, global memory and LDS
   isa_faults   faults planted in built objects (make isa-run ISA_FAULT=...)
-  isa_run      make isa-run: the product's objects run on real inputs, checked against fp64
+  func_cpu     the same call by the CPU executor's libkdn (build/cpu), on the same bytes
+  isa_run      make isa-run: the product's objects run on real inputs, checked against fp64 and the CPU
   gate         the tables in results/ and make test's gate on them
   ffcheck      the fast-forward against clock by clock on product launches (make isa-check)
   static       the ISA report and static gates (resources, loops, serialised loads)

@@ -65,13 +65,13 @@ def build_ggml(ggml_dir, name, outdir):
     return co
 
 
-def build(src, outdir):
+def build(src, outdir, flags=()):
     """Device-only gfx906 code object of one kernel file (the same flags as
-    the Makefile's HIP build)."""
+    the Makefile's HIP build, then flags)."""
     hipcc = tool("HIPCC", "hipcc")
     co = os.path.join(outdir, os.path.basename(src).replace(".cpp", ".co"))
-    if subprocess.run([hipcc, "-x", "hip", "-std=c++17", "--offload-arch=" + TARGET, "-O3", "-DKDN_BACKEND_HIP",
-                       "--cuda-device-only", "--no-gpu-bundle-output", "-c", src, "-o", co]).returncode:
+    if subprocess.run([hipcc, "-x", "hip", "-std=c++17", "--offload-arch=" + TARGET, "-O3", "-DKDN_BACKEND_HIP"] +
+                      list(flags) + ["--cuda-device-only", "--no-gpu-bundle-output", "-c", src, "-o", co]).returncode:
         sys.exit("lens: %s does not build for %s" % (os.path.relpath(src, ROOT), TARGET))
     return co
 
