@@ -29,10 +29,10 @@ def full_shape(s):
     return tuple(s) + (HEADS, "scalar")[len(s) - 2:]
 
 
-PATHS = (("recurrent", "recurrent"), ("two-launch", "chunked"), ("auto", "auto"))
+PATHS = (("recurrent", "recurrent"), ("chunked", "chunked"), ("auto", "auto"))
 PEAK_FLOPS = 13.4e12   # the floors: fp32 FMA peak (60 CUs x 64 lanes x 2 x 1.725 GHz)
 PEAK_HBM = 0.86e12     # and sustained HBM bandwidth
-PRODUCT_SRC = ("deltanet_recurrent", "two_launch_intra", "two_launch_state", "gather")
+PRODUCT_SRC = ("deltanet_recurrent", "chunked_intra", "chunked_state", "gather")
 LAUNCHES_SRC = ["kernels/gated_delta_net.c", "kernels/dispatch.c", "kernels/tuning.c"] + ["kernels/%s.cpp" % f for f in PRODUCT_SRC]
 
 
@@ -81,10 +81,10 @@ def floor_work(name, T, B, heads=HEADS, gate="scalar"):
     short = name.split("<")[0]
     if short == "kernel_gather_strided":
         flops, nbytes = 0.0, 2.0 * T * B * H_K * D_K * 4
-    elif short == "kernel_two_launch_intra":
+    elif short == "kernel_chunked_intra":
         wg, fmas, nbytes, _ = work_intra(T, B)
         flops = 2.0 * wg * fmas
-    elif short == "kernel_two_launch_state":
+    elif short == "kernel_chunked_state":
         wg, fmas, nbytes = work_state(T, B)
         flops = 2.0 * wg * fmas
     elif short == "kernel_deltanet_recurrent":

@@ -148,7 +148,7 @@ ok
 # a well-formed set the kernels cannot run (D_k = 300) is bad input, exit 2,
 # as --set D_k=300 is (it was a kernel FAIL, exit 1); D_k = 129 is past the
 # chunked kernels' but the recurrent kernel's: its rows run it (it was refused
-# for every row), a two_launch row skips it, saying why
+# for every row), a chunked row skips it, saying why
 layer_files() { # DIR D: a layer's six inputs of T = 2, one head of D, every element -0.1
     mkdir "$1"
     python3 - "$1" "$2" <<'EOF'
@@ -170,7 +170,7 @@ layer_files "$tmp/wide" 300
 expect 2 "--load: the files give D_k = 300, out of range: D_k is 1 to 256" --test $test --load "$tmp/wide"
 layer_files "$tmp/dk129" 129
 expect 0 "^\[PASS\] phase 8  recurrent_prompt .*Dk=129" --test recurrent_prompt --load "$tmp/dk129"
-expect 0 "^\[SKIP\] phase 8  two_launch_T64 .*two_launch refuses: D_k past" --test two_launch_T64 --load "$tmp/dk129"
+expect 0 "^\[SKIP\] phase 8  chunked_T64 .*chunked refuses: D_k past" --test chunked_T64 --load "$tmp/dk129"
 # --dump of the generated grid: every case's inputs and outputs in files of
 # their own (at most 64 names were kept: later cases overwrote earlier ones;
 # the output 'state #2' overwrote the second case's input 'state')
@@ -224,16 +224,16 @@ expect 0 "max_diff=$want" --test $test --load "$tmp/plain"
 expect 1 "has shape .* this test runs" --test auto_short_B1 --load "$tmp/plain"
 
 # --set: a Qwen3.5-like shape (linear attention H_k = 16, H_v = 48, D = 128) on a short T
-expect 0 "2 passed, 0 failed" --set H_k=16 --set H_v=48 --set T=20 --test two_launch_T64 --test recurrent_vs_two_launch
+expect 0 "2 passed, 0 failed" --set H_k=16 --set H_v=48 --set T=20 --test chunked_T64 --test recurrent_vs_chunked
 grep -q "Hv=\(12\|48\) " "$tmp/out" || fail "--set H_v=48: $(cat "$tmp/out")"
-expect 2 "not a multiple of H_k" --set H_k=16 --set H_v=40 --test two_launch_T64
-expect 2 "T out of range" --set T=0 --test two_launch_T64
+expect 2 "not a multiple of H_k" --set H_k=16 --set H_v=40 --test chunked_T64
+expect 2 "T out of range" --set T=0 --test chunked_T64
 expect 2 "unknown key" --set heads=4
 expect 2 "T takes a whole number, 'abc' is not one" --set T=abc
 
 # --bench: the table, the emulation label on the CPU build; no progress line in a pipe
 expect 0 "speed-up vs unfused" --bench --reps 2 --test compare_T1_B1 --log "$tmp/bench.tsv"
-for l in unfused recurrent two_launch; do grep -q "^ *$l  *[0-9.]* " "$tmp/out" || fail "--bench: no $l row"; done
+for l in unfused recurrent chunked; do grep -q "^ *$l  *[0-9.]* " "$tmp/out" || fail "--bench: no $l row"; done
 if [ "$("$bin" --env | sed -n 's/^backend \([a-z]*\),.*/\1/p')" = cpu ]; then
     grep -q "emulation, not performance" "$tmp/out" || fail "--bench on the CPU build: no emulation label"
 fi
@@ -251,7 +251,7 @@ awk -F'\t' '/^#/ { next } !("bytes" in col) { for (c = 1; c <= NF; c++) col[$c] 
     fail "--bench --log: bytes/flops per variant inconsistent: $(grep bench: "$tmp/bench.tsv")"
 root=$(dirname "$0")/..
 bash "$root/tools/gpu/roofline.sh" "$tmp/bench.tsv" >"$tmp/roofline.tsv" || fail "tools/gpu/roofline.sh on a --bench log"
-[ "$(cut -f 2 "$tmp/roofline.tsv" | tr '\n' ' ')" = "variant recurrent two_launch state_copy recurrent_x36 " ] ||
+[ "$(cut -f 2 "$tmp/roofline.tsv" | tr '\n' ' ')" = "variant recurrent chunked state_copy recurrent_x36 " ] ||
     fail "tools/gpu/roofline.sh: not one row per variant: $(cat "$tmp/roofline.tsv")"
 ok
 
