@@ -101,12 +101,17 @@ def floor_us(flops, nbytes):
     return max(flops / PEAK_FLOPS, nbytes / PEAK_HBM) * 1e6
 
 
+# Metadata no simulated time reads: the arguments (the launch brings their bytes) and the symbol's name
+# (a rename moves no instruction, so it keeps the kernel's key).
+NOT_IN_CODE_KEY = ("args", "name")
+
+
 def code_key(code):
     """What a kernel's simulated time depends on: its instructions, resources and the simulator."""
     h = hashlib.sha1()
     for x in code.insts:
         h.update(("%s %s %s\n" % (x.mnem, x.text, x.tgt)).encode())
-    h.update(repr(sorted((k, v) for k, v in code.meta.items() if k != "args")).encode())
+    h.update(repr(sorted((k, v) for k, v in code.meta.items() if k not in NOT_IN_CODE_KEY)).encode())
     h.update(SIM_VERSION.encode())
     return h.hexdigest()[:16]
 
