@@ -71,9 +71,30 @@ static int parse_phases(const char *arg, Options *o, char *err, size_t size) {
     return 0;
 }
 
+/* A --test pattern names a test by its name or by its former one (a rename
+ * of the suite's: old command lines keep working, docs/ci.md). */
+static bool pattern_names(const char *pat, const Test *t) {
+    return fnmatch(pat, t->name, 0) == 0 || fnmatch(pat, registry_former_name(t->name), 0) == 0;
+}
+
+/* A pattern that names tests by their former names only says what they are
+ * called now (the first of them and how many). */
+static void note_former_names(const char *pat) {
+    const char *first = NULL;
+    int n = 0;
+    for (int i = 0; i < registry_count(); i++) {
+        const Test *t = registry_get(i);
+        if (fnmatch(pat, t->name, 0) == 0) return;
+        if (pattern_names(pat, t) && n++ == 0) first = t->name;
+    }
+    if (n > 0)
+        fprintf(stderr, "%s: note: --test %s names %d test%s by a former name, now %s%s\n", registry_suite()->program, pat,
+                n, n > 1 ? "s" : "", first, n > 1 ? ", ..." : "");
+}
+
 static int check_pattern(const char *pat, char *err, size_t size) {
     for (int i = 0; i < registry_count(); i++)
-        if (fnmatch(pat, registry_get(i)->name, 0) == 0) return 0;
+        if (pattern_names(pat, registry_get(i))) return note_former_names(pat), 0;
     const char *near[3];
     int n = registry_suggest(pat, near, 3);
     int w = snprintf(err, size, "unknown test '%s'", pat);
@@ -170,7 +191,7 @@ static int check_selection(const Options *o, char *err, size_t size) {
         bool seen[MAX_PHASE + 1] = {false};
         for (int i = 0; i < registry_count(); i++) {
             const Test *t = registry_get(i);
-            if (fnmatch(o->patterns[k], t->name, 0) != 0 || seen[t->phase] || w < 0 || (size_t)w >= size) continue;
+            if (!pattern_names(o->patterns[k], t) || seen[t->phase] || w < 0 || (size_t)w >= size) continue;
             seen[t->phase] = true;
             w += snprintf(err + w, size - (size_t)w, " %d", t->phase);
         }
@@ -281,6 +302,6 @@ bool test_selected(const Options *o, const Test *t) {
     if (o->any_phase && !o->phase_selected[t->phase]) return false;
     if (o->n_patterns == 0) return true;
     for (int i = 0; i < o->n_patterns; i++)
-        if (fnmatch(o->patterns[i], t->name, 0) == 0) return true;
+        if (pattern_names(o->patterns[i], t)) return true;
     return false;
 }

@@ -14,7 +14,7 @@
 /* ---- dispatch, per backend: the chunk size and the thresholds ----------
  * The chunked path's default C (a call's chunk = 0) is the one its backend
  * runs fastest. KDN_PATH_AUTO runs the token-recurrent kernel up to max_t
- * tokens per sequence and the two-launch chunked form past it. The recurrent
+ * tokens per sequence and the chunked form past it. The recurrent
  * kernel's time grows with all tokens of the batch (n_seqs * T) while the
  * chunked form's grows less than linearly in n_seqs (it fills the GPU with
  * chunks), so the crossover in T falls as the batch grows: one row per
@@ -25,14 +25,14 @@
  * from. */
 typedef struct {
     const char *backend;
-    int chunk; /* 0: kdn_two_launch_fewest_rounds_chunk, per shape */
+    int chunk; /* 0: kdn_chunked_fewest_rounds_chunk, per shape */
     int n_rows;
     kdn_crossover rows[KDN_TUNING_MAX_ROWS];
 } BackendDispatch;
 
 /* H100, tools/gpu/crossover.sh, results/h100-crossover.tsv (docs/performance.md):
- * recurrent faster up to T = 160 at B = 1 (two-launch from 192), up to 32 at
- * B = 4 (two-launch from 64) */
+ * recurrent faster up to T = 160 at B = 1 (chunked from 192), up to 32 at
+ * B = 4 (chunked from 64) */
 #define H100_ROWS 2, {{1, 160}, {4, 32}}
 
 /* gfx906, the product, from the calibrated simulator (lens/, the MI50 lens,
@@ -40,8 +40,8 @@ typedef struct {
  * MI50 has measured it. Chunk: 64 while its state pass runs in one round of
  * the 60 CUs, else 32, three workgroups per CU (a rounds argument, not a
  * clock one). B = 1: recurrent faster up to T = 256 (318 against 320 us),
- * two-launch from 320 (389 against 400) at the lens's clocks; at its other
- * clocks two-launch leads from 128, so 128-256 is open within the band.
+ * chunked from 320 (389 against 400) at the lens's clocks; at its other
+ * clocks chunked leads from 128, so 128-256 is open within the band.
  * B = 4: recurrent faster at every T simulated (to 4096) at the lens's
  * clocks, beyond the band only at 32: 32 until an MI50 measures it. */
 #define GFX906_DISPATCH 0, 2, {{1, 256}, {4, 32}}
@@ -74,7 +74,7 @@ void kdn_tuning_defaults(kdn_tuning *t) {
 
 int kdn_default_chunk(const KdnShape *s, const kdn_tuning *t) {
     const int chunk = t && t->chunk ? t->chunk : backend_dispatch()->chunk;
-    return chunk ? chunk : kdn_two_launch_fewest_rounds_chunk(s);
+    return chunk ? chunk : kdn_chunked_fewest_rounds_chunk(s);
 }
 
 static int rows_max_t(const kdn_crossover *rows, int n_rows, int n_seqs) {
@@ -144,14 +144,14 @@ KdnLayerCall kdn_layer_contiguous(const KdnShape *s, const float *q, const float
  * (below); every other call goes to the recurrent kernel whatever path
  * asked for. */
 int kdn_layer_chunked(const KdnLayerCall *c, kdn_path path) {
-    int eligible = !c->kda && (c->K == 1 || c->s.T > c->K) && c->s.D_k <= kdn_two_launch_limits.max_D_k;
+    int eligible = !c->kda && (c->K == 1 || c->s.T > c->K) && c->s.D_k <= kdn_chunked_limits.max_D_k;
     if (path == KDN_PATH_RECURRENT || !eligible) return 0;
     return path == KDN_PATH_CHUNKED || c->s.T > kdn_tuning_recurrent_max_t(c->tuning, c->s.n_seqs);
 }
 
 static void run_chunked(const KdnLayerCall *c, const KdnChunkBuffers *b) {
-    kdn_two_launch_intra(c, b);
-    kdn_two_launch_state(c, 0, CEIL_DIV(c->s.T, c->s.chunk), b);
+    kdn_chunked_intra(c, b);
+    kdn_chunked_state(c, 0, CEIL_DIV(c->s.T, c->s.chunk), b);
 }
 
 /* ---- K > 1 on the chunked path ---------------------------------------------

@@ -94,7 +94,7 @@ static kdn_status check_pointers_and_options(const kdn_gdn_call *c) {
     if (c->head_map != KDN_HEAD_MAP_TILED && c->head_map != KDN_HEAD_MAP_BLOCK) return KDN_ERR_OPTION;
     if (c->path != KDN_PATH_AUTO && c->path != KDN_PATH_RECURRENT && c->path != KDN_PATH_CHUNKED)
         return KDN_ERR_OPTION;
-    if (c->chunk != 0 && !kdn_takes_chunk(&kdn_two_launch_limits, c->chunk)) return KDN_ERR_CHUNK;
+    if (c->chunk != 0 && !kdn_takes_chunk(&kdn_chunked_limits, c->chunk)) return KDN_ERR_CHUNK;
     if (c->K < 1) return KDN_ERR_SNAPSHOTS;
     return c->tuning ? kdn_tuning_check(c->tuning) : KDN_OK;
 }

@@ -59,7 +59,7 @@ typedef enum {
     KDN_PATH_AUTO = 0,      /* the library chooses: recurrent up to the crossover (the call's tuning, else
                                kdn_gdn_recurrent_max_t(n_seqs)) tokens, else chunked */
     KDN_PATH_RECURRENT = 1, /* token-recurrent kernel (every gate shape, every K) */
-    KDN_PATH_CHUNKED = 2    /* two-launch chunked form (scalar gate, K == 1 or K < T: the last K tokens
+    KDN_PATH_CHUNKED = 2    /* chunked form (scalar gate, K == 1 or K < T: the last K tokens
                                recurrent); other calls are routed to recurrent */
 } kdn_path;
 

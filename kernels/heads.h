@@ -9,7 +9,7 @@ __device__ __forceinline__ int kdn_key_head(int h, int H_k, int H_v, int head_ma
     return head_map == 0 ? h % H_k : h / (H_v / H_k); // 0: tiled (ggml), 1: block; mutate: head_map
 }
 
-// What every layer kernel (recurrent, two-launch) refuses alike:
+// What every layer kernel (recurrent, chunked) refuses alike:
 // empty dimensions, grids past the y/z limit (heads on y, sequences on z) and
 // an unknown or impossible head map. Each kernel adds its own limits (D_k,
 // chunk, K) after these. NULL when the shape passes.

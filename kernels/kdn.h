@@ -31,7 +31,7 @@ typedef struct {
     int chunks[2]; /* the chunk sizes it is built for ({0, 0}: not chunked) */
 } KdnLimits;
 extern const KdnLimits kdn_recurrent_limits;  /* kernels/deltanet_recurrent.cpp */
-extern const KdnLimits kdn_two_launch_limits; /* kernels/two_launch_state.cpp */
+extern const KdnLimits kdn_chunked_limits; /* kernels/chunked_state.cpp */
 /* 1 when the kernel is built for chunk size C. */
 static inline int kdn_takes_chunk(const KdnLimits *l, int C) {
     return C > 0 && (C == l->chunks[0] || C == l->chunks[1]);
@@ -73,7 +73,7 @@ void kdn_deltanet_recurrent(const KdnShape *s, const float *q, const float *k, c
  * and strides st[0..2] (floats) for dims 1..3 (gather.cpp). */
 void kdn_gather_strided(const float *src, const long ne[4], const long st[3], float *dst);
 
-/* Two-launch form, on a KdnLayerCall c with the scalar gate and K = 1: q,
+/* Chunked form, on a KdnLayerCall c with the scalar gate and K = 1: q,
  * k, g and beta contiguous [., H, T, n_seqs]; v any view with contiguous
  * rows (c->v_st: llama.cpp's v is a slice of the convolution's output, read
  * in place). n_chunks = ceil(T / C); chunk index
@@ -91,21 +91,21 @@ typedef struct {
                          sequence's chunked tokens; NULL from kdn_chunk_buffers_carve */
 } KdnChunkBuffers;
 /* 1) every chunk of every head and sequence in parallel, one launch: reads
- * c's q, k, v, g, beta, writes b (two_launch_intra.cpp). */
-void kdn_two_launch_intra(const KdnLayerCall *c, const KdnChunkBuffers *b);
+ * c's q, k, v, g, beta, writes b (chunked_intra.cpp). */
+void kdn_chunked_intra(const KdnLayerCall *c, const KdnChunkBuffers *b);
 /* 2) chunks c0 <= c < c1 of every head and sequence, one launch: the outputs
  * of those chunks' tokens (times c->q_scale) and the state carried through
  * them, from c's q, k and b. c->state_in (ggml layout) is the state at chunk
  * c0's start; c->snapshots (which may be the same buffer) receives the state
  * after chunk c1 - 1; c->o is written for the tokens of chunks c0..c1-1 only
- * (two_launch_state.cpp, as the next one). */
-void kdn_two_launch_state(const KdnLayerCall *c, int c0, int c1, const KdnChunkBuffers *b);
+ * (chunked_state.cpp, as the next one). */
+void kdn_chunked_state(const KdnLayerCall *c, int c0, int c1, const KdnChunkBuffers *b);
 
 /* The chunk size of the fewest state-pass rounds (a round: the workgroups the
  * device runs at once): 64 when the C = 64 pass's workgroups for shape s
  * (C ignored) fit one round, else 32, whose pass holds more workgroups per
  * gfx906 CU (3 against 2). */
-int kdn_two_launch_fewest_rounds_chunk(const KdnShape *s);
+int kdn_chunked_fewest_rounds_chunk(const KdnShape *s);
 
 /* ---- the library's dispatch (kernels/dispatch.c) ---------------------------
  * kdn_gated_delta_net (gated_delta_net.h) checks a call, stages the views
@@ -125,7 +125,7 @@ kdn_status kdn_tuning_check(const kdn_tuning *t);
  * recurrent kernel). */
 int kdn_layer_chunked(const KdnLayerCall *c, kdn_path path);
 /* Enqueues the layer: the recurrent kernel, or the two chunked launches
- * (kdn_two_launch_intra, kdn_two_launch_state over all chunks) on inputs
+ * (kdn_chunked_intra, kdn_chunked_state over all chunks) on inputs
  * they read in place, with the per-chunk buffers b (unused on the recurrent
  * path). K > 1, chunked: per sequence, the two chunked launches over its
  * tokens but the last K (their state into b->state_mid), then the recurrent

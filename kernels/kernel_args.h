@@ -27,7 +27,7 @@ struct RecurrentArgs {
     long snap_stride;
 };
 
-// kernel_two_launch_intra (two_launch_intra.cpp): contiguous q, k, g, beta;
+// kernel_chunked_intra (chunked_intra.cpp): contiguous q, k, g, beta;
 // v a view (strides in floats per head, token, sequence); the per-chunk
 // buffers it writes (kdn.h's KdnChunkBuffers).
 struct IntraArgs {
@@ -38,7 +38,7 @@ struct IntraArgs {
     int T, H_k, H_v, D_k, D_v, head_map;
 };
 
-// kernel_two_launch_state (two_launch_state.cpp): contiguous q and k, the
+// kernel_chunked_state (chunked_state.cpp): contiguous q and k, the
 // per-chunk buffers, the state at chunk c0's start and after chunk c1 - 1
 // (the same buffer when updated in place), the outputs of chunks c0..c1-1.
 struct StateArgs {

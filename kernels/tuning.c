@@ -32,7 +32,7 @@ kdn_status kdn_tuning_check(const kdn_tuning *t) {
     if (!terminated(t->backend, sizeof t->backend) || !terminated(t->device, sizeof t->device))
         return KDN_ERR_TUNING_MALFORMED;
     if (strcmp(t->backend, kdn_backend()) != 0) return KDN_ERR_TUNING_DEVICE;
-    if (t->chunk != 0 && !kdn_takes_chunk(&kdn_two_launch_limits, t->chunk)) return KDN_ERR_TUNING_MALFORMED;
+    if (t->chunk != 0 && !kdn_takes_chunk(&kdn_chunked_limits, t->chunk)) return KDN_ERR_TUNING_MALFORMED;
     if (t->n_rows < 1 || t->n_rows > KDN_TUNING_MAX_ROWS) return KDN_ERR_TUNING_MALFORMED;
     for (int i = 0; i < t->n_rows; i++) {
         const kdn_crossover *r = &t->rows[i];

@@ -9,8 +9,8 @@ from lens.product import recorded_launches
 FF_TOL = 0.01
 # (path, T, B, value heads, the kernel's name starts with): a token loop whose workgroups share a CU
 # unevenly (one ends, the others speed up), and the chunked path's two passes
-FF_CASES = [("recurrent", 320, 1, 32, "kernel_deltanet_recurrent"), ("chunked", 512, 1, 32, "kernel_two_launch_state"),
-            ("chunked", 256, 1, 12, "kernel_two_launch_intra")]
+FF_CASES = [("recurrent", 320, 1, 32, "kernel_deltanet_recurrent"), ("chunked", 512, 1, 32, "kernel_chunked_state"),
+            ("chunked", 256, 1, 12, "kernel_chunked_intra")]
 
 
 def compare(code, launch, what):

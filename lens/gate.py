@@ -88,7 +88,8 @@ def check(objects, toolchain):
         if keys.get(r["kernel"]) == code_key(code) or shape not in GATE_SHAPES or (name, shape) in done:
             continue
         done.add((name, shape))
-        path = {"recurrent": "recurrent", "two-launch": "chunked", "auto": "auto"}[r["path"]]
+        # "two-launch": the chunked path's label in rows simulated before it was renamed
+        path = {"recurrent": "recurrent", "chunked": "chunked", "two-launch": "chunked", "auto": "auto"}[r["path"]]
         for lname, grid, block, lds, args in recorded_launches(path, T, B):
             if lname != name:
                 continue

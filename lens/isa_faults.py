@@ -46,7 +46,7 @@ def ds_offset_plus_4(word):
 
 FAULTS = {
     "waitcnt": ("deltanet_recurrent", lambda m, o: m == "s_waitcnt" and "vmcnt(0)" in o, lambda w: S_NOP_0),
-    "lds": ("two_launch_intra", lambda m, o: m == "ds_read_b32" and re.search(r"offset:\d+", o) is not None,
+    "lds": ("chunked_intra", lambda m, o: m == "ds_read_b32" and re.search(r"offset:\d+", o) is not None,
             ds_offset_plus_4),
 }
 

@@ -194,8 +194,8 @@ def waves_per_simd(vgpr, sgpr, lds, wg_threads):
 
 
 LDS_PROBE = {  # kernel -> the struct its launcher passes as dynamic LDS (sizeof at the instantiated C)
-    "kernel_two_launch_intra": "IntraLds",
-    "kernel_two_launch_state": "StateLds",
+    "kernel_chunked_intra": "IntraLds",
+    "kernel_chunked_state": "StateLds",
 }
 
 
@@ -227,7 +227,7 @@ def dynamic_lds(src, names, outdir):
     return {a: int(b) for a, b in (l.split() for l in out.splitlines())}
 
 
-WG_THREADS = {"kernel_two_launch_intra": 256, "kernel_two_launch_state": 256, "kernel_deltanet_recurrent": 256}
+WG_THREADS = {"kernel_chunked_intra": 256, "kernel_chunked_state": 256, "kernel_deltanet_recurrent": 256}
 
 
 def analyse(outdir):
@@ -303,8 +303,8 @@ def print_isa(kernels):
 # otherwise (its 4 waves per SIMD are the figure the CPU build reports for the launcher's
 # choice, KDN_ROUND_WORKGROUPS); decode (T = 1) the one without the token ahead, one column per group (a
 # single token, no loop: 5 waves per SIMD or more, so that the B = 1 grid of 256 workgroups fits one round).
-PRODUCT = [("kernel_two_launch_intra", "64, true", 2, work_intra, ("prefill",)),
-           ("kernel_two_launch_state", "64, true", 2, work_state, ("prefill",)),
+PRODUCT = [("kernel_chunked_intra", "64, true", 2, work_intra, ("prefill",)),
+           ("kernel_chunked_state", "64, true", 2, work_state, ("prefill",)),
            ("kernel_deltanet_recurrent", "8, true, false, false, true, true, 2", 3, work_recurrent_2cols,
             ("prefill",)),
            ("kernel_deltanet_recurrent", "8, true, false, false, true, true, 1", 4, work_recurrent, ()),

@@ -116,7 +116,7 @@ FORK_CLOCKS = {  # MHz: the engine clock each fork row's source states
     "gfx906fork-017": 1825, "gfx906fork-017/8": 1825,  # the fork author's card: 1825 MHz (its README's table)
     "gfx906fork-018": 1825, "gfx906fork-018/2": 1825,  # the same source comment, the same card
     "gfx906fork-005": 1725,  # 225 W, stock clocks, perf level auto: the MI50's peak engine clock
-    "gfx906fork-019": 1725,  # the copy's owner's card (stock clocks); a ratio of two launches at one clock
+    "gfx906fork-019": 1725,  # the copy's owner's card (stock clocks); a ratio of 2 launches at one clock
 }
 RATIO_ROWS = [  # a published time ratio of two kernels: the prediction's ratio, the measured one
     ("gfx906fork-019", "fork lds_wave64<16> T=3 / cpw<2> T=1", "LDS state slab", "H_v=32 S=128 B=1", 2.3,

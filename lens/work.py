@@ -6,7 +6,7 @@ H_K, H_V, D_K, D_V, CHUNK = 16, 32, 128, 128, 64
 
 
 def intra_wave_fmas(C, Dk, Dv, inv):
-    """FMA instructions the slowest wave of kernel_two_launch_intra issues. A
+    """FMA instructions the slowest wave of kernel_chunked_intra issues. A
     wave's lanes run in lockstep, so a wave costs what its busiest lanes do:
     phase c, 16 FMAs per key column in every wave that has a job (4 x 4 tiles,
     a diagonal tile's K.K and Q.K halves in one job); phase d, the lane FMAs
@@ -27,7 +27,7 @@ def intra_wave_fmas(C, Dk, Dv, inv):
 
 
 def work_intra(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
-    """kernel_two_launch_intra: (workgroups, lane FMAs per workgroup, HBM bytes,
+    """kernel_chunked_intra: (workgroups, lane FMAs per workgroup, HBM bytes,
     FMA instructions of its slowest wave)."""
     nt = C // 4
     tiles = (2 * nt * (nt - 1) // 2 + 2 * nt) * 16 * Dk                       # phase c: A, P, the diagonal both
@@ -45,7 +45,7 @@ def work_intra(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
 
 
 def work_state(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
-    """kernel_two_launch_state: a workgroup per 32 state columns of a head."""
+    """kernel_chunked_state: a workgroup per 32 state columns of a head."""
     chunks = -(-T // C)
     per_chunk = 2 * C * Dk * 32 + C * (C // 2 + 4) * 32 + C * Dk * 32          # G1 ([W; Q] S), G2 (P V_new), G3
     wg = -(-Dv // 32) * H_V * B

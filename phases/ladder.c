@@ -22,7 +22,7 @@ static const char *const titles[MAX_PHASE + 1] = {
 static const char *const head_maps[] = {"tiled", "block", NULL};
 
 int widest_D_k(void) {
-    int r = kdn_recurrent_limits.max_D_k, c = kdn_two_launch_limits.max_D_k;
+    int r = kdn_recurrent_limits.max_D_k, c = kdn_chunked_limits.max_D_k;
     return r > c ? r : c;
 }
 
@@ -51,6 +51,24 @@ static int check_case(const Test *row, const TestCase *c, char *err, size_t size
     return 0;
 }
 
+/* The chunked layer's tests and variant were named two_launch (two kernels
+ * where a one-launch form also was): old logs compare under these names and
+ * the renamed tests keep their inputs (docs/ci.md, "Renamed tests and
+ * variants"); bench rows carry the variant as their label. */
+static const Rename renames[] = {
+    {"two_launch", "chunked"}, {"bench:two_launch", "bench:chunked"},
+    {"decay_range_two_launch", "decay_range_chunked"}, {"decay_range_two_launch_c32", "decay_range_chunked_c32"},
+    {"grid_two_launch", "grid_chunked"}, {"nonfinite_two_launch", "nonfinite_chunked"},
+    {"nonfinite_two_launch_c32", "nonfinite_chunked_c32"}, {"recurrent_vs_two_launch", "recurrent_vs_chunked"},
+    {"two_launch_T1", "chunked_T1"}, {"two_launch_T64", "chunked_T64"}, {"two_launch_gqa3_c32", "chunked_gqa3_c32"},
+    {"two_launch_intra", "chunked_intra"}, {"two_launch_intra_c32_strong", "chunked_intra_c32_strong"},
+    {"two_launch_intra_vs_unfused", "chunked_intra_vs_unfused"}, {"two_launch_ragged", "chunked_ragged"},
+    {"two_launch_scalar_c32", "chunked_scalar_c32"}, {"two_launch_scalar_odd_dims", "chunked_scalar_odd_dims"},
+    {"two_launch_state_all", "chunked_state_all"}, {"two_launch_state_chunk", "chunked_state_chunk"},
+    {"two_launch_state_x1000", "chunked_state_x1000"}, {"two_launch_strong_decay", "chunked_strong_decay"},
+    {"two_launch_unaligned_q", "chunked_unaligned_q"}, {"two_launch_vs_unfused", "chunked_vs_unfused"},
+};
+
 const Suite *ladder_suite(void) {
     static Suite suite = {
         .program = "test_deltanet",
@@ -63,9 +81,11 @@ const Suite *ladder_suite(void) {
         .set_rows = "a Delta-Net shape (phases 4-8)",
         .takes_set = takes_set,
         .check_case = check_case,
+        .renames = renames,
+        .n_renames = sizeof renames / sizeof renames[0],
     };
     keys[KEY_D_K].hi = widest_D_k();
-    keys[KEY_CHUNK].lo = kdn_two_launch_limits.chunks[0];
-    keys[KEY_CHUNK].hi = kdn_two_launch_limits.chunks[1];
+    keys[KEY_CHUNK].lo = kdn_chunked_limits.chunks[0];
+    keys[KEY_CHUNK].hi = kdn_chunked_limits.chunks[1];
     return &suite;
 }

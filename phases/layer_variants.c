@@ -34,7 +34,7 @@ static const char *outside(const KdnLimits *l, const KdnShape *s) {
 static const char *recurrent_refuses(const KdnShape *s) { return outside(&kdn_recurrent_limits, s); }
 
 /* The chunked kernels stage a chunk's keys in 64 KB of LDS. */
-static const char *chunked_refuses(const KdnShape *s) { return outside(&kdn_two_launch_limits, s); }
+static const char *chunked_refuses(const KdnShape *s) { return outside(&kdn_chunked_limits, s); }
 
 /* What the library's dispatch picks for the shape (kdn_layer_chunked: a
  * D_k past the chunked kernels' goes to the recurrent kernel at any T). */
@@ -49,14 +49,14 @@ const LayerVariant layer_variants[LAYER_VARIANT_COUNT] = {
     [LAYER_RECURRENT] = {"recurrent", "the token-recurrent kernel: one launch, O(T) steps per state column",
                          "kdn_layer_run, path RECURRENT: kdn_deltanet_recurrent_call (kernels/deltanet_recurrent.cpp)", NULL, deltanet_recurrent,
                          recurrent_refuses},
-    [LAYER_TWO_LAUNCH] = {"two_launch",
+    [LAYER_CHUNKED] = {"chunked",
                           "the product's chunked prefill: every chunk's intra-chunk quantities at once, then the "
                           "state pass",
-                          "kdn_layer_run, path CHUNKED: kdn_two_launch_intra + kdn_two_launch_state "
-                          "(kernels/two_launch_intra.cpp, two_launch_state.cpp)",
-                          two_launch_prepare, deltanet_two_launch, chunked_refuses},
-    [LAYER_AUTO] = {"auto", "the library's choice: recurrent up to kdn_gdn_recurrent_max_t(n_seqs) tokens, else two_launch",
-                    "kdn_layer_run, path AUTO (kernels/dispatch.c: what kdn_gated_delta_net ends in)", two_launch_prepare, deltanet_auto,
+                          "kdn_layer_run, path CHUNKED: kdn_chunked_intra + kdn_chunked_state "
+                          "(kernels/chunked_intra.cpp, chunked_state.cpp)",
+                          chunked_prepare, deltanet_chunked, chunked_refuses},
+    [LAYER_AUTO] = {"auto", "the library's choice: recurrent up to kdn_gdn_recurrent_max_t(n_seqs) tokens, else chunked",
+                    "kdn_layer_run, path AUTO (kernels/dispatch.c: what kdn_gated_delta_net ends in)", chunked_prepare, deltanet_auto,
                     auto_refuses},
 };
 

@@ -32,7 +32,7 @@ typedef struct {
 #define LAYER_VARIANTS(X)                                 \
     X(UNFUSED, unfused, TOL_CHUNK)                        \
     X(RECURRENT, recurrent, TOL_CHUNK)                    \
-    X(TWO_LAUNCH, two_launch, TOL_CHUNK)                  \
+    X(CHUNKED, chunked, TOL_CHUNK)                  \
     X(AUTO, auto, TOL_CHUNK)
 
 #define LAYER_VARIANT_ID(id, name, tol) LAYER_##id,
@@ -49,7 +49,7 @@ const LayerVariant *layer_variant(const char *name);
 void expect_refused(Ctx *c, const LayerVariant *v, const KdnShape *s, const DnDevice *dd, size_t n_o, Tol tol);
 /* A --set shape v does not take: the test is skipped, saying so, and true
  * returned. Run, kdn_layer_run would hand it to the recurrent kernel, and a
- * two_launch row would pass having checked another kernel. */
+ * chunked row would pass having checked another kernel. */
 bool layer_variant_refuses(Ctx *c, const LayerVariant *v, const Shape *sh);
 
 #endif

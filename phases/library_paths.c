@@ -6,10 +6,10 @@
 #include <math.h>
 #include <string.h>
 
-int two_launch_chunks(const KdnShape *s) { return (s->T + s->chunk - 1) / s->chunk; }
+int chunk_count(const KdnShape *s) { return (s->T + s->chunk - 1) / s->chunk; }
 
-void *two_launch_prepare(Ctx *c, const KdnShape *s) {
-    size_t chunks = (size_t)two_launch_chunks(s) * s->n_seqs * s->H_v, C = (size_t)s->chunk;
+void *chunked_prepare(Ctx *c, const KdnShape *s) {
+    size_t chunks = (size_t)chunk_count(s) * s->n_seqs * s->H_v, C = (size_t)s->chunk;
     ChunkQuantities *w = (ChunkQuantities *)host_d(c, sizeof(ChunkQuantities) / sizeof(double) + 1);
     w->gamma = dev_out(c, "gamma", chunks * C);
     w->to_end = dev_out(c, "to_end", chunks * C);
@@ -22,7 +22,7 @@ void *two_launch_prepare(Ctx *c, const KdnShape *s) {
 
 /* Each adapter runs the library's dispatch (kdn_layer_run) on the call, with
  * the path it names. */
-void deltanet_two_launch(void *scratch, const KdnLayerCall *c) { kdn_layer_run(c, KDN_PATH_CHUNKED, scratch); }
+void deltanet_chunked(void *scratch, const KdnLayerCall *c) { kdn_layer_run(c, KDN_PATH_CHUNKED, scratch); }
 
 void deltanet_auto(void *scratch, const KdnLayerCall *c) { kdn_layer_run(c, KDN_PATH_AUTO, scratch); }
 

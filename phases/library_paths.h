@@ -13,11 +13,11 @@
  * device buffers of the test, one per quantity (an overrun of one is caught
  * on its own), so that phases 6 and 7 can check each intermediate. */
 typedef KdnChunkBuffers ChunkQuantities;
-int two_launch_chunks(const KdnShape *s); /* ceil(T / C) */
-void *two_launch_prepare(Ctx *c, const KdnShape *s);
+int chunk_count(const KdnShape *s); /* ceil(T / C) */
+void *chunked_prepare(Ctx *c, const KdnShape *s);
 /* Layer-row adapters: kdn_layer_run with path CHUNKED, AUTO, RECURRENT
- * (scratch from two_launch_prepare; unused by the last). */
-void deltanet_two_launch(void *scratch, const KdnLayerCall *c);
+ * (scratch from chunked_prepare; unused by the last). */
+void deltanet_chunked(void *scratch, const KdnLayerCall *c);
 void deltanet_auto(void *scratch, const KdnLayerCall *c);
 void deltanet_recurrent(void *scratch, const KdnLayerCall *c);
 

@@ -88,7 +88,7 @@ static void t_intra_chunk(const Test *t, Ctx *c) {
     expect_close(c, "W", cc.w.W, cc.r.W, n, cc.dk, t->tol);
 }
 
-/* The two-launch intra-chunk kernel launched on every chunk of every head
+/* The chunked intra-chunk kernel launched on every chunk of every head
  * and sequence of the shape at once, and host arrays of the same layout for
  * what it is compared with (P only `with_p`). */
 typedef struct {
@@ -105,11 +105,11 @@ static void intra_run(Ctx *c, const Shape *shape, bool with_p, IntraRun *r) {
     r->sh = dn_setup(c, shape, &r->d, &r->dd);
     const KdnShape *s = &r->d.ks;
     const DnDevice *dd = &r->dd;
-    r->nch = two_launch_chunks(s), r->C = s->chunk;
+    r->nch = chunk_count(s), r->C = s->chunk;
     r->chunks = (size_t)r->nch * s->n_seqs * s->H_v;
-    ChunkQuantities *w = r->got = two_launch_prepare(c, s);
+    ChunkQuantities *w = r->got = chunked_prepare(c, s);
     const KdnLayerCall dense = kdn_layer_contiguous(s, dd->q, dd->k, dd->v, dd->g, dd->beta, NULL, NULL, NULL);
-    kdn_two_launch_intra(&dense, w);
+    kdn_chunked_intra(&dense, w);
     size_t rows = r->chunks * r->C;
     r->gamma = host_d(c, rows), r->to_end = host_d(c, rows), r->Tinv = host_d(c, rows * r->C);
     r->U = host_d(c, rows * s->D_v), r->W = host_d(c, rows * s->D_k);
@@ -130,7 +130,7 @@ static void intra_compare(Ctx *c, const IntraRun *r, Tol tol) {
 
 /* The kernel against ref_chunk_intra on each chunk's inputs (padded rows
  * and columns must be exactly 0). */
-static void check_two_launch_intra(const Test *t, Ctx *c, const Shape *shape) {
+static void check_chunked_intra(const Test *t, Ctx *c, const Shape *shape) {
     IntraRun r;
     intra_run(c, shape, true, &r);
     const KdnShape *s = &r.d.ks;
@@ -148,18 +148,18 @@ static void check_two_launch_intra(const Test *t, Ctx *c, const Shape *shape) {
 }
 
 /* The row's shape with each grouped-head mapping in turn. */
-static void t_two_launch_intra_maps(const Test *t, Ctx *c) {
+static void t_chunked_intra_maps(const Test *t, Ctx *c) {
     Shape sh = *t->shape;
     for (int map = HEAD_MAP_TILED; map <= HEAD_MAP_BLOCK && !test_failed(c); map++) {
         sh.head_map = map;
-        check_two_launch_intra(t, c, &sh);
+        check_chunked_intra(t, c, &sh);
     }
     sh = dn_backend_shape(t->shape);
     sh.head_map = HEAD_MAP_BOTH;
     dn_describe(c, &sh);
 }
 
-static void t_two_launch_intra(const Test *t, Ctx *c) { check_two_launch_intra(t, c, t->shape); }
+static void t_chunked_intra(const Test *t, Ctx *c) { check_chunked_intra(t, c, t->shape); }
 
 /* Gathers chunk ch of (seq, h) from the device tensors into the unfused
  * pipeline's contiguous scratch, as its run_chunk does. Returns n. */
@@ -188,7 +188,7 @@ static void take_unfused(Ctx *c, const ChunkWork *w, int n, float *buf, RefChunk
     rw->n = n;
 }
 
-/* The two-launch intra-chunk kernel against the unfused phase-6 steps
+/* The chunked intra-chunk kernel against the unfused phase-6 steps
  * (step_attn_pre, step_solve, step_wy) run chunk by chunk on the same device
  * inputs: two float computations of the same quantities. */
 static void t_intra_fused_vs_unfused(const Test *t, Ctx *c) {
@@ -222,17 +222,17 @@ static const Test tests[] = {
     {6, "solve_causal_identity", "unfused", TOL_CHUNK, CASE(.chunk = 64, .D_k = 128, .D_v = 128), t_solve_causal_identity},
     {6, "intra_chunk_small", "unfused", TOL_CHUNK, CASE(.chunk = 16, .D_k = 16, .D_v = 16), t_intra_chunk},
     {6, "intra_chunk", "unfused", TOL_CHUNK, CASE(.chunk = 64, .D_k = 128, .D_v = 128), t_intra_chunk},
-    {6, "two_launch_intra", "two_launch", TOL_CHUNK,
-     CASE(.T = 101, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 80, .chunk = 64), t_two_launch_intra_maps},
-    {6, "two_launch_intra_c32_strong", "two_launch", TOL_CHUNK,
+    {6, "chunked_intra", "chunked", TOL_CHUNK,
+     CASE(.T = 101, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 80, .chunk = 64), t_chunked_intra_maps},
+    {6, "chunked_intra_c32_strong", "chunked", TOL_CHUNK,
      CASE(.T = 80, .n_seqs = 1, .H_k = 1, .H_v = 2, .D_k = 64, .D_v = 64, .chunk = 32, .decay = DECAY_STRONG),
-     t_two_launch_intra},
-    {6, "two_launch_intra_vs_unfused", "two_launch", TOL_CHUNK,
+     t_chunked_intra},
+    {6, "chunked_intra_vs_unfused", "chunked", TOL_CHUNK,
      CASE(.T = 71, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 80, .chunk = 64, .head_map = HEAD_MAP_BLOCK),
      t_intra_fused_vs_unfused},
 };
 
-/* The two-launch rows run the layer; the others one chunk whatever the shape. */
+/* The chunked rows run the layer; the others one chunk whatever the shape. */
 static Work least_work(const Test *t) {
     bool one_chunk = t->run == t_attn_pre || t->run == t_solve_causal_identity || t->run == t_intra_chunk;
     return one_chunk ? (Work){0, 0} : dn_layer_work(t->shape);

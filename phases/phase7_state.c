@@ -81,11 +81,11 @@ static void t_output_with_state(const Test *t, Ctx *c) {
     if (state_case(t, c, &w, &St, &O, &St1, &n) == 0) expect_close(c, "o", w.o, O, n, w.D_v, t->tol);
 }
 
-/* Chunk c0 = shape.chunk_index of every head and sequence through the two-launch state
+/* Chunk c0 = shape.chunk_index of every head and sequence through the chunked state
  * kernel (c1 = c0 + 1) from random states, fed the reference's gamma, U, W and P
  * rounded to float: the chunk's outputs and the state after it against
  * ref_chunk_state. */
-static void t_two_launch_state_chunk(const Test *t, Ctx *c) {
+static void t_chunked_state_chunk(const Test *t, Ctx *c) {
     int c0 = t->shape->chunk_index, C = t->shape->chunk;
     if ((long)c0 * C >= t->shape->T) { /* --set T: the chunk checked must exist */
         test_skip(c, "the test checks chunk %d, tokens %d..%d, and T = %d ends before it", c0, c0 * C,
@@ -96,7 +96,7 @@ static void t_two_launch_state_chunk(const Test *t, Ctx *c) {
     DnDevice dd;
     Shape sh = dn_setup(c, t->shape, &d, &dd);
     const KdnShape *s = &d.ks;
-    int nch = two_launch_chunks(s), dk = s->D_k, dv = s->D_v;
+    int nch = chunk_count(s), dk = s->D_k, dv = s->D_v;
     size_t chunks = (size_t)nch * s->n_seqs * s->H_v, head = (size_t)dk * dv;
     double *gamma = host_d(c, chunks * C), *to_end = host_d(c, chunks * C), *U = host_d(c, chunks * C * dv), *W = host_d(c, chunks * C * dk);
     double *P = host_d(c, chunks * C * C);
@@ -119,7 +119,7 @@ static void t_two_launch_state_chunk(const Test *t, Ctx *c) {
                 memcpy(o_ref + ((size_t)seq * s->T + (size_t)c0 * C + i) * row + (size_t)h * dv, O + (size_t)i * dv,
                        dv * sizeof(double));
         }
-    ChunkQuantities *w = two_launch_prepare(c, s);
+    ChunkQuantities *w = chunked_prepare(c, s);
     int widest = C > dv ? C : dv;
     float *f = host_f(c, chunks * C * (widest > dk ? widest : dk));
     float *dev[5] = {w->gamma, w->to_end, w->U, w->W, w->P};
@@ -131,7 +131,7 @@ static void t_two_launch_state_chunk(const Test *t, Ctx *c) {
     }
     float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
     const KdnLayerCall call = kdn_layer_contiguous(s, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
-    kdn_two_launch_state(&call, c0, c0 + 1, w);
+    kdn_chunked_state(&call, c0, c0 + 1, w);
     dn_describe(c, &sh);
     if (dev_sync(c) != 0) return;
     int n = s->T - c0 * C < C ? s->T - c0 * C : C;
@@ -142,7 +142,7 @@ static void t_two_launch_state_chunk(const Test *t, Ctx *c) {
     expect_close(c, "state", s_out, s_ref, s->n_seqs * s->H_v * dv, dk, t->tol);
 }
 
-/* The whole layer by deltanet_two_launch against the reference chunked form, each
+/* The whole layer by deltanet_chunked against the reference chunked form, each
  * grouped-head mapping in turn. */
 static void t_state_chunks_all(const Test *t, Ctx *c) {
     Shape sh = dn_backend_shape(t->shape);
@@ -157,7 +157,7 @@ static void t_state_chunks_all(const Test *t, Ctx *c) {
         ref_deltanet_chunked(&d.rs, &in, o_ref, s_ref);
         float *o = dev_out(c, "o", d.n_v), *s_out = dev_out(c, "state_out", d.n_state);
         const KdnLayerCall call = kdn_layer_contiguous(&d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
-        deltanet_two_launch(two_launch_prepare(c, &d.ks), &call);
+        deltanet_chunked(chunked_prepare(c, &d.ks), &call);
         if (dev_sync(c) != 0) return;
         dn_expect_layer(c, &sh, o, o_ref, s_out, s_ref, t->tol);
     }
@@ -168,19 +168,19 @@ static void t_state_chunks_all(const Test *t, Ctx *c) {
 static const Test tests[] = {
     {7, "state_update", "unfused", TOL_CHUNK, CASE(.chunk = 64, .D_k = 128, .D_v = 128), t_state_update},
     {7, "output_with_state", "unfused", TOL_CHUNK, CASE(.chunk = 64, .D_k = 128, .D_v = 128), t_output_with_state},
-    {7, "two_launch_state_chunk", "two_launch", TOL_CHUNK,
+    {7, "chunked_state_chunk", "chunked", TOL_CHUNK,
      CASE(.chunk_index = 1, .T = 150, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 72, .chunk = 64, .state = 1),
-     t_two_launch_state_chunk},
-    {7, "two_launch_state_all", "two_launch", TOL_CHUNK,
+     t_chunked_state_chunk},
+    {7, "chunked_state_all", "chunked", TOL_CHUNK,
      CASE(.T = 150, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 128, .chunk = 64, .state = 1), t_state_chunks_all},
 };
 
-/* The two-launch rows run the layer (state_chunk's reference checks one
+/* The chunked rows run the layer (state_chunk's reference checks one
  * chunk of it); the others one chunk whatever the shape. */
 static Work least_work(const Test *t) {
     Work w = {0, 0};
-    if (t->run == t_two_launch_state_chunk || t->run == t_state_chunks_all) w = dn_layer_work(t->shape);
-    if (t->run == t_two_launch_state_chunk) w.ref_flops = 0;
+    if (t->run == t_chunked_state_chunk || t->run == t_state_chunks_all) w = dn_layer_work(t->shape);
+    if (t->run == t_chunked_state_chunk) w.ref_flops = 0;
     return w;
 }
 

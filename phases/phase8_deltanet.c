@@ -90,8 +90,8 @@ static void agree(const Test *t, Ctx *c, const LayerVariant *first, const LayerV
 
 /* The row's variant against the one named here. */
 static void t_vs_unfused(const Test *t, Ctx *c) { agree(t, c, layer_variant(t->variant), &layer_variants[LAYER_UNFUSED]); }
-static void t_vs_two_launch(const Test *t, Ctx *c) {
-    agree(t, c, layer_variant(t->variant), &layer_variants[LAYER_TWO_LAUNCH]);
+static void t_vs_chunked(const Test *t, Ctx *c) {
+    agree(t, c, layer_variant(t->variant), &layer_variants[LAYER_CHUNKED]);
 }
 /* The automatic choice against the reference, then its launch count: one
  * (recurrent) up to kdn_gdn_recurrent_max_t(n_seqs) tokens, two (chunked)
@@ -119,7 +119,7 @@ static void t_auto(const Test *row, Ctx *c) {
     const KdnLayerCall call = kdn_layer_contiguous(&d.ks, dd.q, dd.k, dd.v, dd.g, dd.beta, dd.state, o, s_out);
     automatic->run(scratch, &call);
     /* docs/api.md: chunked past the split, where D_k is one the chunked kernels take */
-    int chunked = sh.T > kdn_gdn_recurrent_max_t(sh.n_seqs) && sh.D_k <= kdn_two_launch_limits.max_D_k;
+    int chunked = sh.T > kdn_gdn_recurrent_max_t(sh.n_seqs) && sh.D_k <= kdn_chunked_limits.max_D_k;
     long launches = kdn_launch_count() - before, want = chunked ? 2 : 1;
     if (dev_sync(c) == 0 && launches != want)
         test_fail(c, "T = %d: %ld launches, want %ld (%s)", sh.T, launches, want, want == 1 ? "recurrent" : "chunked");
@@ -146,14 +146,14 @@ static void upload_tokens(Ctx *c, const DnData *d, int t0, int n, DnDevice *dd) 
     dd->beta = dev_in(c, "beta", slice_tokens(c, d->beta, s->H_v, s->T, s->n_seqs, t0, n), tok * s->H_v);
 }
 
-/* As a model serves a prompt: the product's chunked prefill (two_launch) of
+/* As a model serves a prompt: the product's chunked prefill (chunked) of
  * T - shape.decode_steps tokens, then shape.decode_steps decode steps of one
  * token each by the recurrent kernel, each starting from
  * the state the previous call left: the prefill outputs, every decode output
  * and the final state must equal the recurrence over all T tokens. */
 static void t_prefill_then_decode(const Test *t, Ctx *c) {
     Shape sh = dn_backend_shape(t->shape);
-    const LayerVariant *prefill_path = &layer_variants[LAYER_TWO_LAUNCH], *decode_path = &layer_variants[LAYER_RECURRENT];
+    const LayerVariant *prefill_path = &layer_variants[LAYER_CHUNKED], *decode_path = &layer_variants[LAYER_RECURRENT];
     if (layer_variant_refuses(c, prefill_path, &sh)) return;
     DnData d;
     dn_generate(c, &sh, &d);
@@ -316,17 +316,17 @@ static const Test tests[] = {
     /* an initial state 1000x larger (outputs in the thousands): correct kernels
      * must pass, as the element bound scales with the output's RMS */
     {8, "recurrent_state_x1000", "recurrent", TOL_CHUNK, CASE(QWEN(70, 1), .state = 1000), t_layer},
-    {8, "two_launch_state_x1000", "two_launch", TOL_CHUNK, CASE(QWEN(130, 1), .decay = DECAY_WEAK, .state = 1000), t_layer},
+    {8, "chunked_state_x1000", "chunked", TOL_CHUNK, CASE(QWEN(130, 1), .decay = DECAY_WEAK, .state = 1000), t_layer},
     /* the product's chunked path against the seed ladder's pipeline, and the library's two paths */
-    {8, "two_launch_vs_unfused", "two_launch", TOL_CHUNK, CASE(QWEN(150, 2), .state = 1), t_vs_unfused},
-    {8, "recurrent_vs_two_launch", "recurrent", TOL_CHUNK, CASE(QWEN(64, 2), .state = 1), t_vs_two_launch},
-    {8, "prefill_then_decode", "two_launch", TOL_CHUNK, CASE(QWEN(100, 2), .decode_steps = 4, .state = 1), t_prefill_then_decode},
-    /* the two-launch form: chunk-parallel intra-chunk kernel, then the state pass */
-    {8, "two_launch_ragged", "two_launch", TOL_CHUNK, CASE(QWEN(200, 2), .state = 1), t_layer},
-    {8, "two_launch_T1", "two_launch", TOL_CHUNK, CASE(QWEN(1, 2), .state = 1), t_layer},
-    {8, "two_launch_T64", "two_launch", TOL_CHUNK, CASE(QWEN(64, 1), .state = 1), t_layer},
-    {8, "two_launch_gqa3_c32", "two_launch", TOL_CHUNK, CASE(HEADS(100, 2, 2, 6, 32), .state = 1), t_layer},
-    {8, "two_launch_strong_decay", "two_launch", TOL_CHUNK, CASE(QWEN(130, 1), .decay = DECAY_STRONG, .state = 1), t_layer},
+    {8, "chunked_vs_unfused", "chunked", TOL_CHUNK, CASE(QWEN(150, 2), .state = 1), t_vs_unfused},
+    {8, "recurrent_vs_chunked", "recurrent", TOL_CHUNK, CASE(QWEN(64, 2), .state = 1), t_vs_chunked},
+    {8, "prefill_then_decode", "chunked", TOL_CHUNK, CASE(QWEN(100, 2), .decode_steps = 4, .state = 1), t_prefill_then_decode},
+    /* the chunked form: chunk-parallel intra-chunk kernel, then the state pass */
+    {8, "chunked_ragged", "chunked", TOL_CHUNK, CASE(QWEN(200, 2), .state = 1), t_layer},
+    {8, "chunked_T1", "chunked", TOL_CHUNK, CASE(QWEN(1, 2), .state = 1), t_layer},
+    {8, "chunked_T64", "chunked", TOL_CHUNK, CASE(QWEN(64, 1), .state = 1), t_layer},
+    {8, "chunked_gqa3_c32", "chunked", TOL_CHUNK, CASE(HEADS(100, 2, 2, 6, 32), .state = 1), t_layer},
+    {8, "chunked_strong_decay", "chunked", TOL_CHUNK, CASE(QWEN(130, 1), .decay = DECAY_STRONG, .state = 1), t_layer},
     /* the automatic choice on each side of kdn_gdn_recurrent_max_t(B) (T = split + past_split) */
     {8, "auto_short_B1", "auto", TOL_CHUNK, CASE(QWEN(0, 1), .past_split = 0, .state = 1), t_auto},
     {8, "auto_long_B1", "auto", TOL_CHUNK, CASE(QWEN(0, 1), .past_split = 1, .state = 1), t_auto},

@@ -8,7 +8,7 @@
  *
  * Every case runs through the library's entry point (kdn_gated_delta_net,
  * the recurrent path and, where K = 1, the chunked path), through the layer
- * kernels on kdn.h's shape (recurrent, two-launch; q given
+ * kernels on kdn.h's shape (recurrent, chunked; q given
  * pre-scaled by 1/2, as they do not scale it) and through the reference
  * (ref_gdn), and each result must equal the literals. With a convention
  * broken on purpose (a swapped head map, decay after the update, beta on v
@@ -218,8 +218,8 @@ static void run_library(const Test *t, Ctx *c, const Golden *x, kdn_path path) {
           written_slots(x), x->K - written_slots(x), t);
 }
 
-typedef enum { LAYER_RECURRENT, LAYER_TWO_LAUNCH } LayerKind;
-static const char *const layer_names[] = {"recurrent kernel", "two-launch kernels"};
+typedef enum { LAYER_RECURRENT, LAYER_CHUNKED } LayerKind;
+static const char *const layer_names[] = {"recurrent kernel", "chunked kernels"};
 
 /* A layer kernel on kdn.h's shape (chunk 64, K = 1): q pre-scaled; o and the
  * final state, which is slot 0 of the case. */
@@ -259,7 +259,7 @@ static void run_reference(const Test *t, Ctx *c, const Golden *x) {
 static void run_golden(const Test *t, Ctx *c, const Golden *x, const char *what) {
     run_library(t, c, x, KDN_PATH_RECURRENT);
     if (x->K == 1) run_library(t, c, x, KDN_PATH_CHUNKED);
-    for (int kind = LAYER_RECURRENT; kind <= LAYER_TWO_LAUNCH; kind++) run_layer(t, c, x, (LayerKind)kind);
+    for (int kind = LAYER_RECURRENT; kind <= LAYER_CHUNKED; kind++) run_layer(t, c, x, (LayerKind)kind);
     run_reference(t, c, x);
     set_shape_desc(c, "%s: S=%d Hk=%d Hv=%d T=%d K=%d map=%s; library %s, 2 kernels, reference", what, GS, x->H_k,
                    x->H_v, x->T, x->K, x->head_map == HEAD_MAP_BLOCK ? "block" : "tiled",

@@ -430,11 +430,11 @@ static void t_limits(const Test *t, Ctx *c) {
 
 static const Test tests[] = {
     NONFINITE("nonfinite_recurrent", "recurrent", 64),
-    NONFINITE("nonfinite_two_launch", "two_launch", 64),
-    NONFINITE("nonfinite_two_launch_c32", "two_launch", 32),
+    NONFINITE("nonfinite_chunked", "chunked", 64),
+    NONFINITE("nonfinite_chunked_c32", "chunked", 32),
     DECAY("decay_range_recurrent", "recurrent", 64),
-    DECAY("decay_range_two_launch", "two_launch", 64),
-    DECAY("decay_range_two_launch_c32", "two_launch", 32),
+    DECAY("decay_range_chunked", "chunked", 64),
+    DECAY("decay_range_chunked_c32", "chunked", 32),
     GGML("ggml_nmse_T64", 64, 1, 1, 64, 64, KDN_PATH_CHUNKED),
     GGML("ggml_nmse_T100_c32", 32, 1, 2, 100, 32, KDN_PATH_CHUNKED),
     GGML("ggml_nmse_recurrent", 64, 1, 1, 64, 64, KDN_PATH_RECURRENT),

@@ -1,5 +1,5 @@
 /* Phase 8, the paths the layer rows do not take (make coverage finds them):
- * the two-launch kernels' scalar loads (kVec = false: D_k or D_v not a
+ * the chunked kernels' scalar loads (kVec = false: D_k or D_v not a
  * multiple of 4, or a tensor not 16-byte aligned) against the reference on
  * every head; T = 0 (the state copied through, nothing else written); and
  * every refusal of every layer kernel: each returns its own message through
@@ -22,7 +22,7 @@
 static const struct {
     int variant;
     const char *name;
-} paths[] = {{LAYER_RECURRENT, "recurrent"}, {LAYER_TWO_LAUNCH, "two-launch"}};
+} paths[] = {{LAYER_RECURRENT, "recurrent"}, {LAYER_CHUNKED, "chunked"}};
 enum { N_PATHS = sizeof paths / sizeof paths[0] };
 
 static void run_layer(Ctx *c, int variant, const KdnShape *s, const DnDevice *dd, float *o, float *state_out) {
@@ -30,7 +30,7 @@ static void run_layer(Ctx *c, int variant, const KdnShape *s, const DnDevice *dd
         kdn_deltanet_recurrent(s, dd->q, dd->k, dd->v, dd->g, dd->beta, dd->state, o, state_out);
     else {
         const KdnLayerCall call = kdn_layer_contiguous(s, dd->q, dd->k, dd->v, dd->g, dd->beta, dd->state, o, state_out);
-        deltanet_two_launch(two_launch_prepare(c, s), &call);
+        deltanet_chunked(chunked_prepare(c, s), &call);
     }
 }
 
@@ -44,7 +44,7 @@ static float *dev_in_unaligned(Ctx *c, const char *name, const float *x, size_t 
 }
 
 /* A layer against the recurrence on every head and both maps; `unaligned`:
- * q moved off its 16-byte alignment (the two-launch kernels then load
+ * q moved off its 16-byte alignment (the chunked kernels then load
  * scalars though D_k and D_v are multiples of 4, the recurrent kernel single
  * rows). */
 static void check_layer(const Test *t, Ctx *c, int variant, int unaligned) {
@@ -68,8 +68,8 @@ static void check_layer(const Test *t, Ctx *c, int variant, int unaligned) {
     dn_describe_note(c, &sh, unaligned ? " q 4 bytes off 16-byte alignment" : "");
 }
 
-static void t_scalar_loads(const Test *t, Ctx *c) { check_layer(t, c, LAYER_TWO_LAUNCH, 0); }
-static void t_unaligned(const Test *t, Ctx *c) { check_layer(t, c, LAYER_TWO_LAUNCH, 1); }
+static void t_scalar_loads(const Test *t, Ctx *c) { check_layer(t, c, LAYER_CHUNKED, 0); }
+static void t_unaligned(const Test *t, Ctx *c) { check_layer(t, c, LAYER_CHUNKED, 1); }
 static void t_recurrent(const Test *t, Ctx *c) { check_layer(t, c, LAYER_RECURRENT, 0); }
 static void t_recurrent_unaligned(const Test *t, Ctx *c) { check_layer(t, c, LAYER_RECURRENT, 1); }
 
@@ -108,15 +108,15 @@ typedef enum {
     ENTRY_RECURRENT_CALL,     /* kdn_deltanet_recurrent_call (K, strides) */
     ENTRY_RECURRENT_NO_SHAPE, /* kdn_deltanet_recurrent(NULL, ...) */
     ENTRY_RECURRENT_NO_CALL,  /* kdn_deltanet_recurrent_call(NULL) */
-    ENTRY_INTRA,              /* kdn_two_launch_intra */
-    ENTRY_STATE,              /* kdn_two_launch_state over chunks c0 .. c1 - 1 */
-    ENTRY_STATE_NO_CALL,      /* kdn_two_launch_state(NULL, ...) */
+    ENTRY_INTRA,              /* kdn_chunked_intra */
+    ENTRY_STATE,              /* kdn_chunked_state over chunks c0 .. c1 - 1 */
+    ENTRY_STATE_NO_CALL,      /* kdn_chunked_state(NULL, ...) */
     ENTRY_GATHER,             /* kdn_gather_strided with ne = {ne0, 1, 1, 1} */
     ENTRY_SOLVE,              /* kdn_solve_tri_parallel, n x n, one right-hand side */
 } Entry;
 static const char *const entry_kernels[] = {
     "kernel_deltanet_recurrent", "kernel_deltanet_recurrent", "kernel_deltanet_recurrent", "kernel_deltanet_recurrent",
-    "kernel_two_launch_intra",   "kernel_two_launch_state",   "kernel_two_launch_state",   "kernel_gather_strided",
+    "kernel_chunked_intra",   "kernel_chunked_state",   "kernel_chunked_state",   "kernel_gather_strided",
     "kernel_solve_tri_parallel",
 };
 
@@ -131,7 +131,7 @@ typedef struct {
 
 /* The limits the kernel of an entry exports (kdn.h, ladder.h). */
 static const KdnLimits *limits_of(Entry e) {
-    return e == ENTRY_INTRA || e == ENTRY_STATE ? &kdn_two_launch_limits : &kdn_recurrent_limits;
+    return e == ENTRY_INTRA || e == ENTRY_STATE ? &kdn_chunked_limits : &kdn_recurrent_limits;
 }
 /* A value of s.D_k in the table below: one past the entry's kernel's max_D_k. */
 enum { PAST_MAX_D_K = -1000 };
@@ -246,9 +246,9 @@ static void call_entry(Entry e, const Call *x, const Inputs *in, const Outputs *
     case ENTRY_RECURRENT_CALL: kdn_deltanet_recurrent_call(&r); break;
     case ENTRY_RECURRENT_NO_SHAPE: kdn_deltanet_recurrent(NULL, in->q, in->k, in->v, in->g, in->beta, in->state, w->o, w->state_out); break;
     case ENTRY_RECURRENT_NO_CALL: kdn_deltanet_recurrent_call(NULL); break;
-    case ENTRY_INTRA: kdn_two_launch_intra(&r, &b); break;
-    case ENTRY_STATE: kdn_two_launch_state(&r, x->c0, x->c1, &b); break;
-    case ENTRY_STATE_NO_CALL: kdn_two_launch_state(NULL, x->c0, x->c1, &b); break;
+    case ENTRY_INTRA: kdn_chunked_intra(&r, &b); break;
+    case ENTRY_STATE: kdn_chunked_state(&r, x->c0, x->c1, &b); break;
+    case ENTRY_STATE_NO_CALL: kdn_chunked_state(NULL, x->c0, x->c1, &b); break;
     case ENTRY_GATHER: kdn_gather_strided(in->q, ne, st, w->gathered); break;
     case ENTRY_SOLVE: kdn_solve_tri_parallel(in->state, in->v, w->gathered, x->n, 1); break; /* A n x n, B n x 1 */
     }
@@ -316,9 +316,9 @@ static void t_refusals(const Test *t, Ctx *c) {
 
 static const Test tests[] = {
     /* D_k 70 and D_v 33: neither a multiple of 4, partial quads in every load */
-    {8, "two_launch_scalar_odd_dims", "two_launch", TOL_CHUNK, CASE(DIMS(77, 2, 2, 4, 70, 33, 64), .state = 1), t_scalar_loads},
-    {8, "two_launch_scalar_c32", "two_launch", TOL_CHUNK, CASE(DIMS(45, 1, 1, 3, 33, 70, 32), .state = 1), t_scalar_loads},
-    {8, "two_launch_unaligned_q", "two_launch", TOL_CHUNK, CASE(DIMS(70, 1, 2, 4, 64, 64, 64), .state = 1), t_unaligned},
+    {8, "chunked_scalar_odd_dims", "chunked", TOL_CHUNK, CASE(DIMS(77, 2, 2, 4, 70, 33, 64), .state = 1), t_scalar_loads},
+    {8, "chunked_scalar_c32", "chunked", TOL_CHUNK, CASE(DIMS(45, 1, 1, 3, 33, 70, 32), .state = 1), t_scalar_loads},
+    {8, "chunked_unaligned_q", "chunked", TOL_CHUNK, CASE(DIMS(70, 1, 2, 4, 64, 64, 64), .state = 1), t_unaligned},
     /* 128 < D_k <= 256: the recurrent kernel's 16 registers of state per lane, rows masked or not */
     {8, "recurrent_Dk200", "recurrent", TOL_CHUNK, CASE(DIMS(20, 1, 1, 2, 200, 40, 64), .state = 1), t_recurrent},
     {8, "recurrent_Dk256", "recurrent", TOL_CHUNK, CASE(DIMS(9, 1, 1, 1, 256, 20, 64), .state = 1), t_recurrent},

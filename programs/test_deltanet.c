@@ -46,8 +46,8 @@ static void usage(FILE *f) {
             "nothing tested (every selected test skipped), an unreadable or incomplete log, bad input\n"
             "or an I/O error, 3 a test was refused (its\n"
             "memory, its time estimate or its run over a limit; 1 and 2 take precedence), 77 no device\n",
-            DEFAULT_REPS, DEFAULT_SEED, widest_D_k(), kdn_two_launch_limits.chunks[0],
-            kdn_two_launch_limits.chunks[1], DEFAULT_MAX_SECONDS);
+            DEFAULT_REPS, DEFAULT_SEED, widest_D_k(), kdn_chunked_limits.chunks[0],
+            kdn_chunked_limits.chunks[1], DEFAULT_MAX_SECONDS);
 }
 
 static void list_tests(const Options *o) {

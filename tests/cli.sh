@@ -66,34 +66,36 @@ expect 0 "phase 3" --phase 2-3
 checks=$((checks + 1))
 
 # --set: another model's shape (H_v/H_k = 3 at D = 128, short T) runs; impossible ones are usage errors
-expect 0 "Hv=\\(12\\|48\\) " --set H_v=48 --set T=40 --test two_launch_T64
-expect 0 "2 passed, 0 failed" --set T=3 --test prefill_then_decode --test two_launch_T1
+expect 0 "Hv=\\(12\\|48\\) " --set H_v=48 --set T=40 --test chunked_T64
+expect 0 "2 passed, 0 failed" --set T=3 --test prefill_then_decode --test chunked_T1
+# a test's former name (phases/ladder.c's renames) runs it under today's, saying so
+expect 0 "note: --test two_launch_T1 names 1 test by a former name, now chunked_T1" --set T=3 --test two_launch_T1
 # a test that cannot take the shape is skipped, saying why (it used to abort the run at T=50, fail at T=64)
-expect 0 "^\[SKIP\] phase 7  two_launch_state_chunk .*--set does not apply: .*T = 50" --set T=50 --test two_launch_state_chunk \
-    --test two_launch_T1
+expect 0 "^\[SKIP\] phase 7  chunked_state_chunk .*--set does not apply: .*T = 50" --set T=50 --test chunked_state_chunk \
+    --test chunked_T1
 grep -q "^1 passed, 0 failed, 1 skipped" "$tmp/out" || fail "a skip beside a pass: $(tail -n 1 "$tmp/out")"
 # a run that skipped every test it selected tested nothing: status 2 with the
 # reason, as a selection of no test (it ended "0 passed, 0 failed, 1 skipped", 0)
 nothing="nothing was tested: every selected test was skipped"
-expect_ran 2 "$nothing" --set T=64 --test two_launch_state_chunk
+expect_ran 2 "$nothing" --set T=64 --test chunked_state_chunk
 grep -q "^0 passed, 0 failed, 1 skipped" "$tmp/out" || fail "the skipped run's summary: $(tail -n 1 "$tmp/out")"
 grep -q "$nothing" "$tmp/err" || fail "the reason nothing was tested is not on stderr: $(cat "$tmp/err")"
 # the bad-call contract keeps its own shape (one head made its beta breaker a valid call: [FAIL])
 expect 0 "gdn_bad_calls .*(--set does not apply)" --set H_k=1 --set H_v=1 --test gdn_bad_calls --test gdn_chunked_K2
 expect 2 "not a multiple of H_k" --set H_v=20 --phase 8
 expect 2 "D_k out of range: D_k is 1 to 256" --set D_k=257
-# D_k past the chunked kernels' 128: the recurrent rows and the library run it; a two_launch row skips it,
+# D_k past the chunked kernels' 128: the recurrent rows and the library run it; a chunked row skips it,
 # saying so (it used to pass, having run the recurrent kernel the dispatch hands such a call to)
 DK200="--set D_k=200 --set T=8 --set H_k=1 --set H_v=1 --set n_seqs=1"
 expect 0 "1 passed, 0 failed" $DK200 --test recurrent_prompt
-expect_ran 2 "^\[SKIP\] phase 8  two_launch_T64 .*two_launch refuses: D_k past" $DK200 --test two_launch_T64
-grep -q "$nothing" "$tmp/err" || fail "--set D_k=200 --test two_launch_T64 did not say nothing was tested"
-expect 0 "^\[SKIP\] phase 8  two_launch_unaligned_q .*two_launch refuses: D_k past" $DK200 --test two_launch_unaligned_q \
+expect_ran 2 "^\[SKIP\] phase 8  chunked_T64 .*chunked refuses: D_k past" $DK200 --test chunked_T64
+grep -q "$nothing" "$tmp/err" || fail "--set D_k=200 --test chunked_T64 did not say nothing was tested"
+expect 0 "^\[SKIP\] phase 8  chunked_unaligned_q .*chunked refuses: D_k past" $DK200 --test chunked_unaligned_q \
     --test recurrent_prompt
 expect 0 "^\[PASS\] phase 8  auto_long_B1 .*Dk=200" $DK200 --test auto_long_B1
 # the tables of fixed shapes keep theirs (--set T=8 made native_context_T262144 fail: "AUTO does not take the chunked path")
-expect 0 "native_context_T262144 .*(--set does not apply)" --set T=8 --test native_context_T262144 --test two_launch_T1
-expect 0 "ggml_nmse_T100_c32 .*(--set does not apply)" --set D_k=64 --test ggml_nmse_T100_c32 --test two_launch_T1
+expect 0 "native_context_T262144 .*(--set does not apply)" --set T=8 --test native_context_T262144 --test chunked_T1
+expect 0 "ggml_nmse_T100_c32 .*(--set does not apply)" --set D_k=64 --test ggml_nmse_T100_c32 --test chunked_T1
 expect 2 "T out of range: T is 1 to 1048576" --set T=0
 expect 2 "chunk out of range: chunk is 32 or 64" --set chunk=48
 expect 2 "n_seqs takes a whole number, 'x' is not one (n_seqs is 1 to 65535)" --set n_seqs=x
@@ -106,25 +108,25 @@ expect 2 "unknown key" --set foo=1
 # limits: memory is refused where it is taken, past --max-mem or the machine
 # (physical memory, ulimit -v, the device's), with the numbers in readable
 # units (status 3); the other tests still run
-refused="^\[REFUSED\] phase 8  two_launch_T64 .*refused: host+device memory (one on this build) needs [0-9.]* [KMG]iB ([0-9.]* [KMG]iB of [^)]*), over"
-expect 3 "$refused --max-mem 16.0 GiB" --set T=524288 --set n_seqs=64 --test two_launch_T64 --max-seconds 100000000
-expect 3 "$refused physical memory [0-9.]* [GT]iB" --set T=1048576 --set n_seqs=4096 --test two_launch_T64 --max-mem 100000G \
+refused="^\[REFUSED\] phase 8  chunked_T64 .*refused: host+device memory (one on this build) needs [0-9.]* [KMG]iB ([0-9.]* [KMG]iB of [^)]*), over"
+expect 3 "$refused --max-mem 16.0 GiB" --set T=524288 --set n_seqs=64 --test chunked_T64 --max-seconds 100000000
+expect 3 "$refused physical memory [0-9.]* [GT]iB" --set T=1048576 --set n_seqs=4096 --test chunked_T64 --max-mem 100000G \
     --max-seconds 1e12
-expect 3 "$refused --max-mem 976.6 KiB" --max-mem 1000000 --test two_launch_T64 --test sigmoid
+expect 3 "$refused --max-mem 976.6 KiB" --max-mem 1000000 --test chunked_T64 --test sigmoid
 grep -q "^\[PASS\] phase 1  sigmoid" "$tmp/out" || fail "the test after a refused one did not run"
 grep -q "^1 passed, 1 failed$" "$tmp/out" || fail "a refused test is not counted as a failure: $(tail -n 1 "$tmp/out")"
-expect 3 "refused: .*needs [0-9.]* KiB ([0-9.]* KiB of a host array), over --max-mem 800 bytes" --max-mem 800 --test two_launch_T64
+expect 3 "refused: .*needs [0-9.]* KiB ([0-9.]* KiB of a host array), over --max-mem 800 bytes" --max-mem 800 --test chunked_T64
 # valid large shapes run to their end: no prediction of their memory to be
 # off (each ended [ERROR], exit 2: the estimate was off by more than 1.25x)
-expect 0 "3 passed, 0 failed" --set D_v=2048 --set D_k=16 --set T=8 --set H_k=2 --set H_v=2 --test two_launch_T64 --test two_launch_T1 \
+expect 0 "3 passed, 0 failed" --set D_v=2048 --set D_k=16 --set T=8 --set H_k=2 --set H_v=2 --test chunked_T64 --test chunked_T1 \
     --test recurrent_decode
 # time: a row is refused when the least arithmetic its shape does is
 # estimated over --max-seconds; every row whose shape --set changes has the
 # estimate (a scalar-load row at T = 2^20 had none and ran until killed)
 expect 3 "^\[REFUSED\] .*refused: estimated at least [0-9.]* s (.* reference, .* kernel flops), over --max-seconds 1 s$" \
-    --set T=1048576 --max-seconds 1 --test two_launch_scalar_odd_dims
-expect 3 "refused: estimated at least [0-9.]* s (.*), over --max-seconds 1 us$" --max-seconds 1e-6 --test two_launch_ragged
-expect 0 "1 passed, 0 failed" --max-mem 16M --max-seconds 100 --test two_launch_T64
+    --set T=1048576 --max-seconds 1 --test chunked_scalar_odd_dims
+expect 3 "refused: estimated at least [0-9.]* s (.*), over --max-seconds 1 us$" --max-seconds 1e-6 --test chunked_ragged
+expect 0 "1 passed, 0 failed" --max-mem 16M --max-seconds 100 --test chunked_T64
 # the CPU executor's watchdog stops a thread that makes no progress, never a
 # long run that does: a launch longer than a lowered KDN_CPU_TIMEOUT passes
 # (it was cut as a hang, [FAIL]); tests/test_harness.c plants the hang
@@ -147,7 +149,7 @@ grep -q "^note" "$tmp/out" && fail "--compare of a log with itself notes a diffe
 expect 2 "invalid --max-seconds '0'" --max-seconds 0
 expect 2 "--max-mem has no effect with --compare" --compare a b --max-mem 1G
 # --verbose shows the memory each test held at most
-expect 0 "memory: host [0-9.]* [KM]iB, device [0-9.]* [KM]iB at most" --verbose --test two_launch_T64
+expect 0 "memory: host [0-9.]* [KM]iB, device [0-9.]* [KM]iB at most" --verbose --test chunked_T64
 
 # a --dump path that leaves no room for a file name is an I/O error naming the
 # file (exit 2), never names cut short into one (18 of 20 files, exit 0, before):

@@ -15,8 +15,8 @@
 .PHONY: coverage coverage-quick
 COVERAGE_BUILD := build/coverage
 # The quick phase-8 rows (make coverage-quick here, make check's ladder).
-QUICK_TESTS := 'golden_*' 'gdn_*' 'two_launch_scalar_*' two_launch_unaligned_q 'recurrent_Dk*' recurrent_unaligned_q layers_T0 \
-	kernel_refusals recurrent_decode recurrent_odd_dims deltanet_single_chunk two_launch_T1 two_launch_gqa3_c32 \
+QUICK_TESTS := 'golden_*' 'gdn_*' 'chunked_scalar_*' chunked_unaligned_q 'recurrent_Dk*' recurrent_unaligned_q layers_T0 \
+	kernel_refusals recurrent_decode recurrent_odd_dims deltanet_single_chunk chunked_T1 chunked_gqa3_c32 \
 	auto_long_B4 \
 	recurrent_two_cols_odd
 ifeq ($(COVERAGE),1)

@@ -9,7 +9,7 @@
 #   tests/mutate.sh --all     every fault (make mutate; docs/ci.md's nightly job)
 #   tests/mutate.sh --list    the faults, without running them
 #   tests/mutate.sh --check   that every fault still applies to its marked line (no build; make test)
-#   tests/mutate.sh NAME...   the faults named (shell patterns, e.g. 'barrier:two_launch_intra.cpp:37*')
+#   tests/mutate.sh NAME...   the faults named (shell patterns, e.g. 'barrier:chunked_intra.cpp:37*')
 # Barrier faults run their tests on the race detector's build (build/cpu-race,
 # make RACECHECK=1): a missing barrier shows as an LDS race, reported whatever
 # the thread order; then under the executor's desc and shuffle schedules.
@@ -37,8 +37,8 @@ fault() { printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "$4" "$5" "${6:-}" >>
 
 # the tests each kernel's faults run (seconds each on the CPU build, not minutes)
 REC='recurrent_decode recurrent_odd_dims recurrent_strong_decay recurrent_state_x1000 compare_T1_B1'
-TWO='two_launch_*'
-R=kernels/deltanet_recurrent.cpp WI=kernels/two_launch_intra.cpp WS=kernels/two_launch_state.cpp
+CHUNKED='chunked_*'
+R=kernels/deltanet_recurrent.cpp WI=kernels/chunked_intra.cpp WS=kernels/chunked_state.cpp
 # a term of the layer scaled by 0.999 (a 0.1 % error), per kernel
 fault rec_out_intra $R rec_out 's/fmaf\(d\[i\], dots\[kCols\], a \* dots\[i\]\)/fmaf(0.999f * d[i], dots[kCols], a * dots[i])/' "$REC compare_T1024_B1" quick
 fault rec_out_state $R rec_out 's/fmaf\(d\[i\], dots\[kCols\], a \* dots\[i\]\)/fmaf(d[i], dots[kCols], 0.999f * a * dots[i])/' "$REC"
@@ -46,21 +46,21 @@ fault rec_delta $R rec_delta 's/d\[i\] = cur.beta \*/d[i] = 0.999f * cur.beta */
 fault rec_decay $R rec_state 's/S\[i\]\[r\] = fmaf\(cur.k\[r\], d\[i\], a \* S\[i\]\[r\]\)/S[i][r] = fmaf(cur.k[r], d[i], 0.999f * a * S[i][r])/' "$REC"
 fault rec_decay_after_update $R rec_state 's/S\[i\]\[r\] = fmaf\(cur.k\[r\], d\[i\], a \* S\[i\]\[r\]\)/S[i][r] = a * fmaf(cur.k[r], d[i], S[i][r])/' "$REC"
 # ggml's scale of q wrong (its square root) in the chunked path's outputs (the library's rows through the chunked kernels)
-fault two_launch_q_scale $WS two_launch_q_scale 's/xq\[a\]\[b\] \*= q_scale;/xq[a][b] *= sqrtf(q_scale);/' 'gdn_T64_chunked gdn_T300_auto_perm'
+fault chunked_q_scale $WS chunked_q_scale 's/xq\[a\]\[b\] \*= q_scale;/xq[a][b] *= sqrtf(q_scale);/' 'gdn_T64_chunked gdn_T300_auto_perm'
 # KDA: token t's row factors read from the buffer being filled with token t + 1's
 fault kda_factor_buffer $R kda_factors 's/kda, t & 1,/kda, (t + 1) & 1,/' 'gdn_*kda*'
 # the per-token decay factor off by 2^-23 with a steady sign (as CUDA's expf was, a tenth of it:
 # docs/tolerances.md): the weak-decay T = 1000 grid case must see it
 fault rec_decay_biased $R rec_decay_factor 's/kdn_decay\(cur.g\)/(expf(cur.g) * (1.0f + 0x1p-23f))/' "grid_recurrent"
-fault two_launch_out_intra $WS state_out 's/fmaf\(p4\[st\]\[a\]\[e\], /fmaf(0.999f * p4[st][a][e], /' "$TWO"
-fault two_launch_state_update $WS state_update 's/fmaf\(total, s4\[b\], acc\[u\]\[b\]\)/fmaf(total, s4[b], 0.999f * acc[u][b])/' "$TWO"
-fault two_launch_decay_after_update $WS state_update 's/fmaf\(total, s4\[b\], acc\[u\]\[b\]\)/total * (s4[b] + acc[u][b])/' "$TWO"
+fault chunked_out_intra $WS state_out 's/fmaf\(p4\[st\]\[a\]\[e\], /fmaf(0.999f * p4[st][a][e], /' "$CHUNKED"
+fault chunked_state_update $WS state_update 's/fmaf\(total, s4\[b\], acc\[u\]\[b\]\)/fmaf(total, s4[b], 0.999f * acc[u][b])/' "$CHUNKED"
+fault chunked_decay_after_update $WS state_update 's/fmaf\(total, s4\[b\], acc\[u\]\[b\]\)/total * (s4[b] + acc[u][b])/' "$CHUNKED"
 # a wrong snapshot slot: slots 0 and 1 (2 and 3, ...) swapped in the recurrent kernel
 fault snapshot_slot $R rec_snapshot 's/\(args, S, T - 1 - t, s_off/(args, S, ((T - 1 - t) ^ 1) < args.K ? (T - 1 - t) ^ 1 : T - 1 - t, s_off/' 'gdn_*K[24]*'
 # the grouped-head map swapped in the kernels only (the reference keeps its own)
-fault head_map_swapped kernels/heads.h head_map 's/head_map == 0 \? h % H_k/head_map == 1 ? h % H_k/' "two_launch_gqa3_c32 recurrent_odd_dims" quick
+fault head_map_swapped kernels/heads.h head_map 's/head_map == 0 \? h % H_k/head_map == 1 ? h % H_k/' "chunked_gqa3_c32 recurrent_odd_dims" quick
 # a chunk's tail one token short
-fault intra_tail $WI intra_tail 's/n = T - t0 < C \? T - t0 : C;/n = T - t0 < C ? T - t0 - 1 : C;/' "$TWO"
+fault intra_tail $WI intra_tail 's/n = T - t0 < C \? T - t0 : C;/n = T - t0 < C ? T - t0 - 1 : C;/' "$CHUNKED"
 # snapshots to state_dst: ignored (dst's tail), or its slot stride taken as a slot's size
 fault state_dst_ignored kernels/gated_delta_net.c state_dst 's/c->state_dst \? c->state_dst : tail/tail/' 'gdn_cache* gdn_in_place*'
 fault state_slot_stride kernels/gated_delta_net.c snap_stride 's/\(long\)slot_stride\(c\)/(long)slot_elements(c)/' 'gdn_cache*'
@@ -84,10 +84,10 @@ barriers() { # barriers FILE TESTS [QUICK_MARKS]
     for k in ${3:-}; do QUICK_BARRIERS="$QUICK_BARRIERS $1:$k"; done
 }
 QUICK_BARRIERS=
-# quick: two two_launch_intra.cpp barriers that survived every test under the
+# quick: two chunked_intra.cpp barriers that survived every test under the
 # ascending-only executor (after phases c and d).
-barriers $WI "$TWO" "intra_after_tiles intra_after_invert"
-barriers $WS "$TWO"
+barriers $WI "$CHUNKED" "intra_after_tiles intra_after_invert"
+barriers $WS "$CHUNKED"
 barriers $R 'gdn_*kda*'
 barriers phases/kernels/gemm.cpp 'gemm_*'
 barriers phases/kernels/triangular.cpp 'solve_tri*'

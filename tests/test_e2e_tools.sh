@@ -79,7 +79,7 @@ head = '"Metric Value","Kernel Name","ID","Metric Unit","Metric Name"\n'
 row = lambda us, name: f'"{us}","{name}","0","usecond","gpu__time_duration.sum"\n'
 with open(sys.argv[1], "w") as f:
     f.write("### kdn 4 0 512\n==PROF== noise\n" + head)
-    f.write("".join(row(1, "kernel_two_launch_intra") + row(1, "kernel_two_launch_state") for _ in range(3)))
+    f.write("".join(row(1, "kernel_chunked_intra") + row(1, "kernel_chunked_state") for _ in range(3)))
     f.write(row(3, "gated_delta_net_cuda"))
     f.write("### ggml 4 0 512\n" + head + "".join(row(3, "gated_delta_net_cuda") for _ in range(4)))
 EOF
@@ -122,7 +122,7 @@ printf 'dump' > "$4"
 EOF
 cat > "$t/bin/ncu" << 'EOF'
 #!/bin/sh
-k=kernel_two_launch_intra; [ "$GGML_KDN_DISABLE" = 1 ] && k=gated_delta_net_cuda
+k=kernel_chunked_intra; [ "$GGML_KDN_DISABLE" = 1 ] && k=gated_delta_net_cuda
 echo '"ID","Kernel Name","Metric Name","Metric Unit","Metric Value"'
 echo "\"1\",\"$k\",\"gpu__time_duration.sum\",\"ns\",\"1000\""
 EOF

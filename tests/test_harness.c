@@ -228,6 +228,22 @@ static void test_renames(void) {
     unlink(old_log), unlink(new_log);
 }
 
+/* --test by a former name (a glob too) selects the test under its current
+ * one, and only while the rename is registered. */
+static void test_renamed_selection(void) {
+    static const Rename renames[] = {{"sigmoid_former", "sigmoid"}};
+    Suite with = *ladder_suite();
+    with.renames = renames, with.n_renames = 1;
+    Options o;
+    char err[256];
+    for (int registered = 0; registered < 2; registered++) {
+        registry_use(registered ? &with : ladder_suite());
+        CHECK(parse(&o, err, "--test", "sigmoid_form*", NULL) == (registered ? 0 : 2));
+        CHECK(!registered || (test_selected(&o, find("sigmoid")) && !test_selected(&o, find("solve_tri_64"))));
+    }
+    registry_use(ladder_suite());
+}
+
 static void test_verdicts(void) {
     Ctx c;
     float got[2] = {1.0f, 2.0f};
@@ -694,6 +710,7 @@ int main(void) {
     test_options();
     test_rng();
     test_renames();
+    test_renamed_selection();
     test_verdicts();
     test_runner();
     test_load_of_another_shape();

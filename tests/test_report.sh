@@ -134,9 +134,9 @@ unreadable binary.tsv "a log with binary data"
 expect "$tmp/cmp.err" "binary.tsv: binary data (byte [0-9]* is 0x03): not a text log" "binary data: no reason given"
 # a --bench log against itself: a test timing one variant on both head maps
 # has two rows for it, keyed label and label#2 (was "a second row", exit 2)
-"$bin" --bench --reps 1 --test two_launch_T1 --set D_k=8 --set D_v=8 --set H_k=1 --set H_v=2 --log "$tmp/bench.tsv" >"$tmp/bench.out" 2>&1 ||
+"$bin" --bench --reps 1 --test chunked_T1 --set D_k=8 --set D_v=8 --set H_k=1 --set H_v=2 --log "$tmp/bench.tsv" >"$tmp/bench.out" 2>&1 ||
     { cat "$tmp/bench.out"; fail "a --bench run failed"; }
-expect "$tmp/bench.tsv" "	bench:two_launch#2	" "a variant timed twice: no second key"
+expect "$tmp/bench.tsv" "	bench:chunked#2	" "a variant timed twice: no second key"
 compare "$tmp/bench.tsv" "$tmp/bench.tsv" 0 "a --bench log against itself"
 
 # ---- --compare cannot be fooled: every way a log could pass a failing run
@@ -291,31 +291,31 @@ done
 # ---- memory: a test whose memory a limit or the system refuses is refused
 # alone, with the numbers, launches nothing, and the run goes on and writes
 # its log (status 3: the README's "refused" status)
-mem_run() { # WHY PATTERN: $tmp/mem.out from a run of sigmoid and two_launch_T64
+mem_run() { # WHY PATTERN: $tmp/mem.out from a run of sigmoid and chunked_T64
     rc=$?
     [ $rc = 3 ] || { cat "$tmp/mem.out" "$tmp/mem.err"; fail "$1: exit status $rc, expected 3 (a refused test)"; }
-    expect "$tmp/mem.out" "^\[REFUSED\] phase 8  two_launch_T64 .*$2" "$1: the test is not refused with the numbers"
+    expect "$tmp/mem.out" "^\[REFUSED\] phase 8  chunked_T64 .*$2" "$1: the test is not refused with the numbers"
     expect "$tmp/mem.out" "^\[PASS\] phase 1  sigmoid" "$1: the other test did not pass"
-    expect "$tmp/mem.tsv" "^8	two_launch_T64	two_launch	$2	n/a	.*	FAIL	" "$1: the log does not hold the refusal"
+    expect "$tmp/mem.tsv" "^8	chunked_T64	chunked	$2	n/a	.*	FAIL	" "$1: the log does not hold the refusal"
     expect "$tmp/mem.tsv" "^# end	2$" "$1: the log is not whole"
 }
-FAULT_CALLOC_OVER=1000000 LD_PRELOAD=$shim "$bin" --test sigmoid --test two_launch_T64 --set T=1024 --log "$tmp/mem.tsv" >"$tmp/mem.out" 2>"$tmp/mem.err"
+FAULT_CALLOC_OVER=1000000 LD_PRELOAD=$shim "$bin" --test sigmoid --test chunked_T64 --set T=1024 --log "$tmp/mem.tsv" >"$tmp/mem.out" 2>"$tmp/mem.err"
 mem_run "host memory over 1 MB (shim; q is 2 MB)" "refused: the system gave no host memory for a host array ([0-9.]* [KM]iB)"
 # a shape over a 1 GB address-space limit is refused where its memory would
 # pass it: its line, the log (FAIL, the refusal in the shape column), JUnit
 # <error>, status 3
 command -v prlimit >/dev/null 2>&1 || fail "prlimit not found (Debian: util-linux)"
-prlimit --as=$((1 << 30)) "$bin" --test sigmoid --test two_launch_T64 --set T=65536 --log "$tmp/mem.tsv" --junit "$tmp/mem.xml" \
+prlimit --as=$((1 << 30)) "$bin" --test sigmoid --test chunked_T64 --set T=65536 --log "$tmp/mem.tsv" --junit "$tmp/mem.xml" \
     >"$tmp/mem.out" 2>"$tmp/mem.err"
 mem_run "prlimit --as 1 GB" \
     "refused: host+device memory (one on this build) needs [0-9.]* [KMG]iB ([0-9.]* [KMG]iB of [^)]*), over ulimit -v less what is mapped [0-9.]* [KM]iB"
 expect "$tmp/mem.xml" "errors=\"1\"" "prlimit: JUnit does not count the refusal as an error"
 expect "$tmp/mem.xml" "<error message=\"refused: " "prlimit: JUnit has no <error> for the refusal"
-FAULT_MALLOC_OVER=100000 LD_PRELOAD=$shim "$bin" --test sigmoid --test two_launch_T64 --log "$tmp/mem.tsv" >"$tmp/mem.out" 2>"$tmp/mem.err"
+FAULT_MALLOC_OVER=100000 LD_PRELOAD=$shim "$bin" --test sigmoid --test chunked_T64 --log "$tmp/mem.tsv" >"$tmp/mem.out" 2>"$tmp/mem.err"
 mem_run "device memory over 100 kB (shim)" "refused: the system gave no device memory for buffer 'q' ([0-9.]* KiB)"
 # the device buffer is had, the host staging image that fills it is not (once
 # a SIGSEGV under a memory limit)
-FAULT_MALLOC_OVER=100000 FAULT_MALLOC_SPARE=1 LD_PRELOAD=$shim "$bin" --test sigmoid --test two_launch_T64 --log "$tmp/mem.tsv" \
+FAULT_MALLOC_OVER=100000 FAULT_MALLOC_SPARE=1 LD_PRELOAD=$shim "$bin" --test sigmoid --test chunked_T64 --log "$tmp/mem.tsv" \
     >"$tmp/mem.out" 2>"$tmp/mem.err"
 mem_run "the staging image of a device buffer (shim)" "refused: the system gave no host memory for the upload image of 'q' ([0-9.]* KiB)"
 

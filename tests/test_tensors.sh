@@ -148,7 +148,7 @@ ok
 # a well-formed set the kernels cannot run (D_k = 300) is bad input, exit 2,
 # as --set D_k=300 is (it was a kernel FAIL, exit 1); D_k = 129 is past the
 # chunked kernels' but the recurrent kernel's: its rows run it (it was refused
-# for every row), a two_launch row skips it, saying why
+# for every row), a chunked row skips it, saying why
 layer_files() { # DIR D: a layer's six inputs of T = 2, one head of D, every element -0.1
     mkdir "$1"
     python3 - "$1" "$2" <<'EOF'
@@ -171,7 +171,7 @@ expect 2 "--load: the files give D_k = 300, out of range: D_k is 1 to 256" --tes
 layer_files "$tmp/dk129" 129
 expect 0 "^\[PASS\] phase 8  recurrent_prompt .*Dk=129" --test recurrent_prompt --load "$tmp/dk129"
 # ... and alone, it tested nothing: status 2, saying so
-expect 2 "^\[SKIP\] phase 8  two_launch_T64 .*two_launch refuses: D_k past" --test two_launch_T64 --load "$tmp/dk129"
+expect 2 "^\[SKIP\] phase 8  chunked_T64 .*chunked refuses: D_k past" --test chunked_T64 --load "$tmp/dk129"
 grep -q "nothing was tested: every selected test was skipped (the shape --load gave" "$tmp/err" ||
     fail "a --load that every selected test skipped: $(cat "$tmp/err")"
 # --dump of the generated grid: every case's inputs and outputs in files of
@@ -230,16 +230,16 @@ expect 2 "^\[ERROR\] phase 8  auto_short_B1 .* --load: .*/q.npy has shape .*, th
 grep -q "max_diff" "$tmp/out" && fail "a test not run on --load's files printed a max_diff: $(cat "$tmp/out")"
 
 # --set: a Qwen3.5-like shape (linear attention H_k = 16, H_v = 48, D = 128) on a short T
-expect 0 "2 passed, 0 failed" --set H_k=16 --set H_v=48 --set T=20 --test two_launch_T64 --test recurrent_vs_two_launch
+expect 0 "2 passed, 0 failed" --set H_k=16 --set H_v=48 --set T=20 --test chunked_T64 --test recurrent_vs_chunked
 grep -q "Hv=\(12\|48\) " "$tmp/out" || fail "--set H_v=48: $(cat "$tmp/out")"
-expect 2 "not a multiple of H_k" --set H_k=16 --set H_v=40 --test two_launch_T64
-expect 2 "T out of range" --set T=0 --test two_launch_T64
+expect 2 "not a multiple of H_k" --set H_k=16 --set H_v=40 --test chunked_T64
+expect 2 "T out of range" --set T=0 --test chunked_T64
 expect 2 "unknown key" --set heads=4
 expect 2 "T takes a whole number, 'abc' is not one" --set T=abc
 
 # --bench: the table, the emulation label on the CPU build; no progress line in a pipe
 expect 0 "speed-up vs unfused" --bench --reps 2 --test compare_T1_B1 --log "$tmp/bench.tsv"
-for l in unfused recurrent two_launch; do grep -q "^ *$l  *[0-9.]* " "$tmp/out" || fail "--bench: no $l row"; done
+for l in unfused recurrent chunked; do grep -q "^ *$l  *[0-9.]* " "$tmp/out" || fail "--bench: no $l row"; done
 if [ "$("$bin" --env | sed -n 's/^backend \([a-z]*\),.*/\1/p')" = cpu ]; then
     grep -q "emulation, not performance" "$tmp/out" || fail "--bench on the CPU build: no emulation label"
 fi
@@ -257,7 +257,7 @@ awk -F'\t' '/^#/ { next } !("bytes" in col) { for (c = 1; c <= NF; c++) col[$c] 
     fail "--bench --log: bytes/flops per variant inconsistent: $(grep bench: "$tmp/bench.tsv")"
 root=$(dirname "$0")/..
 bash "$root/tools/gpu/roofline.sh" "$tmp/bench.tsv" >"$tmp/roofline.tsv" || fail "tools/gpu/roofline.sh on a --bench log"
-[ "$(cut -f 2 "$tmp/roofline.tsv" | tr '\n' ' ')" = "variant recurrent two_launch state_copy recurrent_x36 " ] ||
+[ "$(cut -f 2 "$tmp/roofline.tsv" | tr '\n' ' ')" = "variant recurrent chunked state_copy recurrent_x36 " ] ||
     fail "tools/gpu/roofline.sh: not one row per variant: $(cat "$tmp/roofline.tsv")"
 ok
 

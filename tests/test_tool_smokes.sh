@@ -47,13 +47,13 @@ done
 # crossover.sh: one token count on the CPU build (its times are emulation; the table's shape is the check)
 CROSSOVER_T=2 CROSSOVER_B=1 bash tools/gpu/crossover.sh "$bin" > "$tmp/cross.tsv" 2> "$tmp/out"
 checks=$((checks + 1))
-[ "$(sed -n 1p "$tmp/cross.tsv")" = "$(printf 'T\tB\trecurrent_us\ttwo_launch_us\tfaster')" ] &&
-    awk -F'\t' 'NR == 2 && $1 == 2 && $2 == 1 && $3 > 0 && $4 > 0 && ($5 == "recurrent" || $5 == "two_launch") { ok = 1 }
+[ "$(sed -n 1p "$tmp/cross.tsv")" = "$(printf 'T\tB\trecurrent_us\tchunked_us\tfaster')" ] &&
+    awk -F'\t' 'NR == 2 && $1 == 2 && $2 == 1 && $3 > 0 && $4 > 0 && ($5 == "recurrent" || $5 == "chunked") { ok = 1 }
                 END { exit !ok }' "$tmp/cross.tsv" || fail "crossover.sh: $(cat "$tmp/cross.tsv" "$tmp/out")"
 
 # sweep_table.py on a decode_ref TSV of one shape: ggml 4 us against auto 2 us is 2.00, the goal met
 { printf 'build\tT\tB\tcall\tmethod\tmedian_us\tmin_us\to_rel_diff\tstate_rel_diff\n'
-  for c in copy:1 ggml:4 kdn:2 two_launch:8 auto:2; do
+  for c in copy:1 ggml:4 kdn:2 chunked:8 auto:2; do
       printf 'main\t1\t1\t%s\tqueued\t%s\t%s\t0\t0\n' "${c%%:*}" "${c#*:}" "${c#*:}"
   done; } > "$tmp/decode_ref.tsv"
 checks=$((checks + 1))

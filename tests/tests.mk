@@ -171,11 +171,11 @@ test-history-check: history-check
 	@GIT_DIR=$$PWD/build/no-git $(MAKE) --no-print-directory history-check | grep -qx "history-check: skipped: not a git checkout" || \
 	    { echo "history-check: outside a git checkout it did not say it skipped"; exit 1; }
 
-# Every product kernel (two-launch, recurrent), the unfused
+# Every product kernel (chunked, recurrent), the unfused
 # pipeline's barrier kernels and every phase-1 kernel (a fraction of a
 # second: lanes that read each other's stores without a barrier pass under
 # the ascending order alone), under KDN_CPU_SCHEDULE desc and shuffle:1.
-SCHEDULE_TESTS := 'two_launch_*' recurrent_decode recurrent_odd_dims 'solve_tri*' 'gemm_*'
+SCHEDULE_TESTS := 'chunked_*' recurrent_decode recurrent_odd_dims 'solve_tri*' 'gemm_*'
 test-schedules:
 	@for s in desc shuffle:1; do \
 	    KDN_CPU_SCHEDULE=$$s build/cpu/test_deltanet $(foreach t,$(SCHEDULE_TESTS),--test $(t)) \

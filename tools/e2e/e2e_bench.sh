@@ -78,8 +78,8 @@ else
 fi
 model=$work/$arch.gguf
 model_gates=$work/$arch-gates101.gguf
-# the op's kernels: ggml's, and libkdn's product kernels (recurrent, chunked two-launch, strided gather)
-op_kernels='gated_delta_net_cuda|kernel_deltanet|kernel_two_launch|kernel_gather_strided'
+# the op's kernels: ggml's, and libkdn's product kernels (recurrent, chunked, strided gather)
+op_kernels='gated_delta_net_cuda|kernel_deltanet|kernel_chunked|kernel_gather_strided'
 
 step() { echo "e2e_bench.sh: $*"; echo "### $(date -u +%H:%M:%S) $*" >> "$log"; }
 die() { step "FAILED: $*"; tail -25 "$log" | sed 's/^/  | /'; exit 1; }

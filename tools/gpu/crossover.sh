@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Short prompts: one layer variant against another (default: the
-# token-recurrent kernel against the two-launch chunked form) on Qwen3-Next
+# token-recurrent kernel against the chunked form) on Qwen3-Next
 # heads, T from 2 up, B = 1 and 4 -- the measurement behind the library's
 # recurrent/chunked threshold (kdn_gdn_recurrent_max_t, docs/api.md). Both
 # rows run the library's dispatch (kdn_layer_run) with the path forced. The
@@ -11,7 +11,7 @@
 #    CROSSOVER_CHUNK: the chunked path's chunk size, 32 or 64, instead of the test's)
 set -euo pipefail
 bin=${1:-build/cuda/test_deltanet}
-a=${2:-recurrent} b=${3:-two_launch}
+a=${2:-recurrent} b=${3:-chunked}
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 # median_us of bench:VARIANT in the log, by column name

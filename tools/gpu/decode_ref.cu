@@ -7,7 +7,7 @@
 // the previous grid first), and libkdn's public entry point
 // kdn_gated_delta_net (ggml's semantics, q scaled by 1/sqrt(S_v) inside;
 // every launch it makes is in the time) with the path forced to the
-// recurrent kernel (kdn), to the two-launch chunked form (two_launch) and
+// recurrent kernel (kdn), to the chunked form (chunked) and
 // left to the library (auto), on Qwen3-Next heads (H_k = 16, H_v = 32,
 // D = 128, C = 64). The "+nbr" calls follow each layer call with a small
 // kernel as ggml's own element-wise kernels are built (it lets the next
@@ -207,7 +207,7 @@ static void run_entry(const Problem *p, kdn_path path) {
 }
 
 static void run_kdn(const Problem *p) { run_entry(p, KDN_PATH_RECURRENT); }
-static void run_two_launch(const Problem *p) { run_entry(p, KDN_PATH_CHUNKED); }
+static void run_chunked(const Problem *p) { run_entry(p, KDN_PATH_CHUNKED); }
 static void run_auto(const Problem *p) { run_entry(p, KDN_PATH_AUTO); }
 static void run_ggml_pdl_nbr(const Problem *p) { run_ggml_pdl(p), run_neighbour(p, true); }
 static void run_ggml_nbr0(const Problem *p) { run_ggml(p), run_neighbour(p, false); }
@@ -398,7 +398,7 @@ int main(int argc, char **argv) {
         int libkdn, burst;
     } calls[] = {{"copy", run_copy, 0, 0},           {"ggml", run_ggml, 0, 0},
                  {"ggml_pdl", run_ggml_pdl, 0, 0},   {"kdn", run_kdn, 1, 0},
-                 {"two_launch", run_two_launch, 1, 0}, {"auto", run_auto, 1, 0},
+                 {"chunked", run_chunked, 1, 0}, {"auto", run_auto, 1, 0},
                  {"ggml_pdl+nbr", run_ggml_pdl_nbr, 0, 1}, {"ggml+nbr0", run_ggml_nbr0, 0, 1},
                  {"kdn+nbr", run_kdn_nbr, 1, 1},     {"kdn+nbr0", run_kdn_nbr0, 1, 1}};
     const int N_CALLS = (int)(sizeof calls / sizeof calls[0]);

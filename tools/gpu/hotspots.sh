@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where a CUDA kernel's time goes: Nsight Compute's full section set for the
-# first two launches matching REGEX in one test (details.txt: throughput,
+# first 2 launches matching REGEX in one test (details.txt: throughput,
 # occupancy, warp stalls), and the per-instruction stall samples of the SASS
 # (source.csv; the CUDA build carries -lineinfo for the source view of the
 # saved profile.ncu-rep). Run on a GPU machine.

@@ -5,11 +5,11 @@
 # call, dn_layer_cost's counts), each variant's work against both peaks, next
 # to the measured median.
 # usage: tools/gpu/roofline.sh LOG.tsv [variant ...]
-# (variants default to recurrent two_launch state_copy recurrent_x36)
+# (variants default to recurrent chunked state_copy recurrent_x36)
 set -euo pipefail
 log=$1
 shift
-variants=${*:-recurrent two_launch state_copy recurrent_x36}
+variants=${*:-recurrent chunked state_copy recurrent_x36}
 [ "$(head -n 1 "$log")" = "# test_deltanet log v3" ] ||
     { echo "roofline.sh: $log is not a test_deltanet v3 log (bytes and flops per bench row)" >&2; exit 2; }
 printf 'row\tvariant\tmeasured_us\tMB\tGFLOP\tmi50_memory_us\tmi50_compute_us\tmi50_roofline_us\n'

@@ -1,7 +1,7 @@
 // The chunked prefill's second launch: the state carried through the chunks,
-// and the outputs (two_launch.h; the ladder checks it in phase 7):
+// and the outputs (chunked.h; the ladder checks it in phase 7):
 //
-// 2) kernel_two_launch_state
+// 2) kernel_chunked_state
 //   grid      (D_v / 32, H_v, n_seqs): a workgroup owns a D_k x 32 slab of one
 //             head's state (state columns are independent) through chunks
 //             c0 .. c1 - 1: read once, written once.
@@ -22,7 +22,7 @@
 //             workgroups (8 waves, 2 per SIMD) share a gfx906 CU; 20 KB at
 //             C = 32, three (the kernel is held to 84 VGPRs there).
 
-#include "two_launch.h"
+#include "chunked.h"
 
 // ---- 2) state through chunks ------------------------------------------------
 static const int kStateThreads = 256;
@@ -81,7 +81,7 @@ constexpr int kStateWaves = C == 32 && kVec ? 3 : 1;
 
 // The kernel's body, its pointers __restrict__ where they can be (kernel_args.h says why).
 template <int C, bool kVec>
-__device__ __forceinline__ void two_launch_state(
+__device__ __forceinline__ void chunked_state(
     const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ gamma,
     const float *__restrict__ to_end, const float *__restrict__ U, const float *__restrict__ W,
     const float *__restrict__ P, const float *state_in, float *state_out, float *__restrict__ o, int T, int H_k,
@@ -178,7 +178,7 @@ __device__ __forceinline__ void two_launch_state(
         for (int a = 0; a < RT; a++) {
             const int row = rg * RT + a;
             KDN_UNROLL
-            for (int b = 0; b < 4; b++) xq[a][b] *= q_scale; // mutate: two_launch_q_scale
+            for (int b = 0; b < 4; b++) xq[a][b] *= q_scale; // mutate: chunked_q_scale
             if (row < n) store4<kVec>(o + ((tok0 + row) * H_v + h) * D_v + b0 + cq, ncols, xq[a]);
         }
         __syncthreads();
@@ -236,24 +236,24 @@ __device__ __forceinline__ void two_launch_state(
 }
 
 template <int C, bool kVec>
-__global__ __launch_bounds__(kStateThreads) KDN_GFX906_WAVES_PER_SIMD((kStateWaves<C, kVec>)) void kernel_two_launch_state(
+__global__ __launch_bounds__(kStateThreads) KDN_GFX906_WAVES_PER_SIMD((kStateWaves<C, kVec>)) void kernel_chunked_state(
     const StateArgs a) {
-    two_launch_state<C, kVec>(a.q, a.k, a.gamma, a.to_end, a.U, a.W, a.P, a.state_in, a.state_out, a.o, a.T, a.H_k,
+    chunked_state<C, kVec>(a.q, a.k, a.gamma, a.to_end, a.U, a.W, a.P, a.state_in, a.state_out, a.o, a.T, a.H_k,
                               a.H_v, a.D_k, a.D_v, a.head_map, a.c0, a.c1, a.q_scale);
 }
 
 // ---- launchers ----------------------------------------------------------------
-const KdnLimits kdn_two_launch_limits = kTwoLaunchLimits;
+const KdnLimits kdn_chunked_limits = kChunkedLimits;
 
 template <int C, bool kVec>
 static void launch_state(const KdnLayerCall *c, int c0, int c1, const KdnChunkBuffers *b) {
     static_assert(sizeof(StateLds<C>) <= 64 * 1024, "gfx906 has 64 KB of LDS per workgroup");
     const KdnShape *s = &c->s;
     dim3 grid((unsigned)KDN_CEIL_DIV(s->D_v, kBV), (unsigned)s->H_v, (unsigned)s->n_seqs);
-    KDN_ALLOW_LDS((kernel_two_launch_state<C, kVec>), sizeof(StateLds<C>));
+    KDN_ALLOW_LDS((kernel_chunked_state<C, kVec>), sizeof(StateLds<C>));
     const StateArgs a = {c->q,   c->k,   b->gamma, b->to_end, b->U,   b->W,        b->P, c->state_in, c->snapshots,
                          c->o,   s->T,   s->H_k,   s->H_v,    s->D_k, s->D_v,      s->head_map, c0, c1, c->q_scale};
-    KDN_LAUNCH((kernel_two_launch_state<C, kVec>), grid, dim3(kStateThreads), sizeof(StateLds<C>), a);
+    KDN_LAUNCH((kernel_chunked_state<C, kVec>), grid, dim3(kStateThreads), sizeof(StateLds<C>), a);
 }
 
 template <int C>
@@ -264,18 +264,18 @@ static void launch_state_c(const KdnLayerCall *c, int c0, int c1, const KdnChunk
         launch_state<C, false>(c, c0, c1, b);
 }
 
-extern "C" int kdn_two_launch_fewest_rounds_chunk(const KdnShape *s) {
+extern "C" int kdn_chunked_fewest_rounds_chunk(const KdnShape *s) {
     const long workgroups = (long)KDN_CEIL_DIV(s->D_v, kBV) * s->H_v * s->n_seqs;
-    const long round = KDN_ROUND_WORKGROUPS((kernel_two_launch_state<64, true>), kStateThreads, 2);
+    const long round = KDN_ROUND_WORKGROUPS((kernel_chunked_state<64, true>), kStateThreads, 2);
     return workgroups <= round ? 64 : 32;
 }
 
-extern "C" void kdn_two_launch_state(const KdnLayerCall *c, int c0, int c1, const KdnChunkBuffers *b) {
+extern "C" void kdn_chunked_state(const KdnLayerCall *c, int c0, int c1, const KdnChunkBuffers *b) {
     const char *why = unsupported(c, b);
     if (!why && (c0 < 0 || c1 < c0 || c1 > KDN_CEIL_DIV(c->s.T, c->s.chunk)))
         why = "chunk range outside 0..n_chunks";
     if (why) {
-        kdn_launch_refused("kernel_two_launch_state", why);
+        kdn_launch_refused("kernel_chunked_state", why);
         return;
     }
     const void *ptrs[] = {c->q, c->k, b->U, b->W, b->P, c->state_in, c->snapshots, c->o};

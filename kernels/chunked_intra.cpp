@@ -1,7 +1,7 @@
 // The chunked prefill's first launch: every chunk's state-independent
-// quantities at once (two_launch.h; the ladder checks it in phase 6):
+// quantities at once (chunked.h; the ladder checks it in phase 6):
 //
-// 1) kernel_two_launch_intra
+// 1) kernel_chunked_intra
 //   grid      (n_chunks, H_v, n_seqs): a workgroup per chunk of one head of
 //             one sequence; chunks are independent, so a 4k-token prompt of
 //             Qwen3-Next (H_v = 32, C = 64) gives 2048 workgroups.
@@ -39,7 +39,7 @@
 //        broadcast LDS read per owned row feed 16 FMAs per row; the loops
 //        stop at each block's last row, as Tinv is lower triangular.
 
-#include "two_launch.h"
+#include "chunked.h"
 
 // ---- 1) intra-chunk ---------------------------------------------------------
 static const int kIntraThreads = 256;
@@ -460,7 +460,7 @@ __device__ __forceinline__ void intra_wy(IntraLds<C> &L, const float *src, size_
 
 // The kernel's body, its pointers __restrict__ (kernel_args.h says why).
 template <int C, bool kVec>
-__device__ __forceinline__ void two_launch_intra(
+__device__ __forceinline__ void chunked_intra(
     const float *__restrict__ q, const float *__restrict__ k, const float *__restrict__ v, long v_head, long v_token,
     long v_seq, const float *__restrict__ g, const float *__restrict__ beta, float *__restrict__ gamma,
     float *__restrict__ to_end, float *__restrict__ Tinv, float *__restrict__ U, float *__restrict__ W,
@@ -504,8 +504,8 @@ __device__ __forceinline__ void two_launch_intra(
 }
 
 template <int C, bool kVec>
-__global__ __launch_bounds__(kIntraThreads) void kernel_two_launch_intra(const IntraArgs a) {
-    two_launch_intra<C, kVec>(a.q, a.k, a.v, a.v_head, a.v_token, a.v_seq, a.g, a.beta, a.gamma, a.to_end, a.Tinv,
+__global__ __launch_bounds__(kIntraThreads) void kernel_chunked_intra(const IntraArgs a) {
+    chunked_intra<C, kVec>(a.q, a.k, a.v, a.v_head, a.v_token, a.v_seq, a.g, a.beta, a.gamma, a.to_end, a.Tinv,
                               a.U, a.W, a.P, a.T, a.H_k, a.H_v, a.D_k, a.D_v, a.head_map);
 }
 
@@ -515,11 +515,11 @@ static void launch_intra(const KdnLayerCall *c, const KdnChunkBuffers *b) {
     static_assert(sizeof(IntraLds<C>) <= 64 * 1024, "gfx906 has 64 KB of LDS per workgroup");
     const KdnShape *s = &c->s;
     dim3 grid((unsigned)KDN_CEIL_DIV(s->T, C), (unsigned)s->H_v, (unsigned)s->n_seqs);
-    KDN_ALLOW_LDS((kernel_two_launch_intra<C, kVec>), sizeof(IntraLds<C>));
+    KDN_ALLOW_LDS((kernel_chunked_intra<C, kVec>), sizeof(IntraLds<C>));
     const IntraArgs a = {c->q,     c->k,      c->v,    c->v_st[0], c->v_st[1], c->v_st[2], c->g,
                          c->beta,  b->gamma,  b->to_end, b->Tinv,  b->U,       b->W,       b->P,
                          s->T,     s->H_k,    s->H_v,  s->D_k,     s->D_v,     s->head_map};
-    KDN_LAUNCH((kernel_two_launch_intra<C, kVec>), grid, dim3(kIntraThreads), sizeof(IntraLds<C>), a);
+    KDN_LAUNCH((kernel_chunked_intra<C, kVec>), grid, dim3(kIntraThreads), sizeof(IntraLds<C>), a);
 }
 
 template <int C>
@@ -530,10 +530,10 @@ static void launch_intra_c(const KdnLayerCall *c, const KdnChunkBuffers *b, bool
         launch_intra<C, false>(c, b);
 }
 
-extern "C" void kdn_two_launch_intra(const KdnLayerCall *c, const KdnChunkBuffers *b) {
+extern "C" void kdn_chunked_intra(const KdnLayerCall *c, const KdnChunkBuffers *b) {
     const char *why = unsupported(c, b);
     if (why) {
-        kdn_launch_refused("kernel_two_launch_intra", why);
+        kdn_launch_refused("kernel_chunked_intra", why);
         return;
     }
     const void *ptrs[] = {c->q, c->k, c->v, b->U, b->W, b->P};

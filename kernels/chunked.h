@@ -1,6 +1,6 @@
-// The two-launch chunked layer (the product's prefill): the gated Delta-Net in two launches
-// (docs/algorithm.md). The first, two_launch_intra.cpp, computes every chunk's
-// state-independent quantities at once; the second, two_launch_state.cpp,
+// The chunked layer (the product's prefill): the gated Delta-Net in two kernel launches
+// (docs/algorithm.md). The first, chunked_intra.cpp, computes every chunk's
+// state-independent quantities at once; the second, chunked_state.cpp,
 // carries the state through the chunks. kdn.h fixes the buffers:
 // chunk index ci = (seq * H_v + h) * n_chunks + c, per chunk gamma [C],
 // Tinv [C][C], U [C][D_v], W [C][D_k], P [C][C], rows past the chunk's n
@@ -13,8 +13,8 @@
 // 16-byte aligned tensors; other shapes run the same code with scalar loads.
 //
 // This header holds what both stages and their launchers share.
-#ifndef KDN_TWO_LAUNCH_H
-#define KDN_TWO_LAUNCH_H
+#ifndef KDN_CHUNKED_H
+#define KDN_CHUNKED_H
 
 #include "backend/backend.h"
 #include "backend/wave.h"
@@ -55,9 +55,9 @@ __device__ __forceinline__ void store4(float *p, int valid, const float in[4]) {
 }
 
 // ---- launchers' checks --------------------------------------------------------
-// What both stages take (the C of their launch<C>); kdn_two_launch_limits, the
-// library's copy (kdn.h), is defined from it in two_launch_state.cpp.
-constexpr KdnLimits kTwoLaunchLimits = {kMaxDk, {32, 64}};
+// What both stages take (the C of their launch<C>); kdn_chunked_limits, the
+// library's copy (kdn.h), is defined from it in chunked_state.cpp.
+constexpr KdnLimits kChunkedLimits = {kMaxDk, {32, 64}};
 
 // 1 when st (dims 1..3, floats) are a contiguous [D, H, T, n_seqs] tensor's.
 static inline bool dense(const long st[3], long D, long H, long T) {
@@ -73,7 +73,7 @@ static inline const char *unsupported(const KdnLayerCall *c, const KdnChunkBuffe
     const char *why = kdn_layer_shape_unsupported(s);
     if (why) return why;
     if (s->D_k > kMaxDk) return "D_k > 128 (the state slab would not fit in 64 KB of LDS)";
-    if (!kdn_takes_chunk(&kTwoLaunchLimits, s->chunk)) return "chunk must be 32 or 64";
+    if (!kdn_takes_chunk(&kChunkedLimits, s->chunk)) return "chunk must be 32 or 64";
     if (c->kda || c->K != 1) return "the chunked kernels take the scalar gate and K = 1 only";
     if (!dense(c->q_st, s->D_k, s->H_k, s->T) || !dense(c->k_st, s->D_k, s->H_k, s->T) ||
         !dense(c->g_st, 1, s->H_v, s->T) || !dense(c->beta_st, 1, s->H_v, s->T))
