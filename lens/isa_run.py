@@ -216,7 +216,7 @@ def bits(xs):
 # default) where g++ for x86-64 rounds twice (with -ffp-contract=off objects the recurrent kernel's rows are
 # bitwise: ISA_CONTRACT=off), and the chunked kernels' expf is ROCm's (v_exp_f32 based) on gfx906 and
 # glibc's on the CPU (the recurrent kernel's decay is IEEE arithmetic on both: kernels/decay.h).
-EXPF_KERNELS = ("kernel_two_launch_intra", "kernel_two_launch_state")
+EXPF_KERNELS = ("kernel_chunked_intra", "kernel_chunked_state")
 
 
 CONTRACT = os.environ.get("ISA_CONTRACT", "fast") != "off"
