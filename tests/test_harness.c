@@ -369,10 +369,9 @@ static void run_load_four(const Test *t, Ctx *c) {
 
 static void test_load_of_another_shape(void) {
     char dir[] = "/tmp/test_harness.XXXXXX", path[64], err[256];
-    const float three[3] = {1.0f, 2.0f, 3.0f};
     CHECK(mkdtemp(dir) != NULL);
     snprintf(path, sizeof path, "%s/x.npy", dir);
-    CHECK(npy_write(path, three, 4, 1, (size_t[]){3}, err, sizeof err) == 0);
+    CHECK(npy_write(path, (const float[]){1.0f, 2.0f, 3.0f}, 4, 1, (size_t[]){3}, err, sizeof err) == 0); /* 3 of 4 */
     CHECK(tensors_set_dirs(NULL, dir, err, sizeof err) == 0);
     TestResult r;
     char *line = run_line(run_load_four, DEFAULT_MAX_SECONDS, &r);
