@@ -148,6 +148,9 @@ void test_skip(Ctx *c, const char *fmt, ...);
 int test_failed(const Ctx *c);
 /* Describes the shape actually run, printed on the test's line. */
 void set_shape_desc(Ctx *c, const char *fmt, ...);
+/* Whether --set gave the running test's case this key (a key of the suite's
+ * table): a value the user chose, which a test should run as given. */
+int set_key_given(const char *key);
 int is_cpu_backend(void);
 
 /* ---- benchmarking (bench.c) ----------------------------------------------

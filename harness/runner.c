@@ -154,6 +154,8 @@ bool run_test(const Test *row, const Options *o, FILE *out, TestResult *r) {
     progress_clear();
     print_result(out, r, o->verbose);
     bench_print(out, r->bench, r->n_bench);
+    if (o->bench_reps && r->passed && !r->skipped && r->n_bench == 0)
+        fprintf(out, "       bench: none: %s registers no timed work\n", t->name);
     fflush(out);
     return r->passed;
 }

@@ -102,9 +102,22 @@ int parse_set(const char *arg, Options *o, char *err, size_t size) {
 
 static int *case_field(TestCase *c, const SetKey *k) { return (int *)((char *)c + k->offset); }
 
+/* The keys --set gave the test being run (apply_set's last call; tests run
+ * one at a time). */
+static unsigned given_fields;
+
+int set_key_given(const char *key) {
+    const Suite *s = registry_suite();
+    for (int i = 0; i < s->n_set_keys; i++)
+        if (strcmp(s->set_keys[i].key, key) == 0) return (given_fields >> i) & 1u;
+    return 0;
+}
+
 int apply_set(const Options *o, const Test *t, Test *out, TestCase *room, char *err, size_t size) {
     *out = *t;
+    given_fields = 0;
     if ((!o->set_fields && !o->load_dir) || !registry_reshapes(t)) return 0;
+    given_fields = o->set_fields;
     const Suite *s = registry_suite();
     memcpy(room, t->shape, s->case_size);
     out->shape = room;

@@ -230,9 +230,11 @@ RefChunk dn_ref_chunk(Ctx *c, int n, int D_k, int D_v) {
     return r;
 }
 
+/* The CPU build (emulation) runs a quarter of a row's heads, never of heads
+ * --set or --load gave. */
 Shape dn_backend_shape(const Shape *sh) {
     Shape s = *sh;
-    if (is_cpu_backend() && s.H_k % 4 == 0 && !tensors_load_dir()) {
+    if (is_cpu_backend() && s.H_k % 4 == 0 && !tensors_load_dir() && !set_key_given("H_k") && !set_key_given("H_v")) {
         s.H_k /= 4;
         s.H_v /= 4;
     }

@@ -46,8 +46,8 @@ static bool takes_set(const TestCase *c) { return c->chunk != 0; }
 
 static int check_case(const Test *row, const TestCase *c, char *err, size_t size) {
     if (c->H_k > 0 && c->H_v % c->H_k != 0) /* phase 4-5 rows have no heads */
-        return snprintf(err, size, "--set: test %s would have H_v = %d, not a multiple of H_k = %d", row->name, c->H_v,
-                        c->H_k), 2;
+        return snprintf(err, size, "--set: test %s would have H_v = %d, not a multiple of H_k = %d (the row's H_k: "
+                        "set both)", row->name, c->H_v, c->H_k), 2;
     return 0;
 }
 

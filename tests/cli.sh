@@ -83,6 +83,11 @@ grep -q "$nothing" "$tmp/err" || fail "the reason nothing was tested is not on s
 # the bad-call contract keeps its own shape (one head made its beta breaker a valid call: [FAIL])
 expect 0 "gdn_bad_calls .*(--set does not apply)" --set H_k=1 --set H_v=1 --test gdn_bad_calls --test gdn_chunked_K2
 expect 2 "not a multiple of H_k" --set H_v=20 --phase 8
+expect 2 "H_v = 12, not a multiple of H_k = 16 (the row's H_k: set both)" --set H_v=12 --test chunked_T64
+# heads --set gives run as given on the CPU build too (it quarters only a row's own heads)
+expect 0 " T=40 B=1 Hk=4 Hv=12 " --set H_k=4 --set H_v=12 --set T=40 --test chunked_T64
+# --bench on a test without timed work says so (it printed no table and no reason)
+expect 0 "bench: none: transpose registers no timed work" --bench --test transpose
 expect 2 "D_k out of range: D_k is 1 to 256" --set D_k=257
 # D_k past the chunked kernels' 128: the recurrent rows and the library run it; a chunked row skips it,
 # saying so (it used to pass, having run the recurrent kernel the dispatch hands such a call to)
