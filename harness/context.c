@@ -42,6 +42,13 @@ void test_abandon(Ctx *c, int status) {
     exit(status);
 }
 
+void load_floats(Ctx *c, const char *tensor, float *dst, int ndim, const size_t *shape) {
+    char err[4400];
+    if (tensor_read(c->test_name, tensor, dst, ndim, shape, err, sizeof err) == 0) return;
+    test_error(c, "%s", err);
+    test_abandon(c, 2);
+}
+
 /* A test whose memory would pass a limit, or that the system refuses
  * memory, is refused with the numbers and left at once, so nothing is
  * launched on a missing buffer. */

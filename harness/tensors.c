@@ -390,9 +390,8 @@ int tensor_path(const char *dir, const char *test, const char *tensor, char *pat
     return tensor_error(err, err_size, "--load: neither %s/%s__%s.npy nor %s exists", dir, test, tensor, path);
 }
 
-/* The tensor's file into dst: 0, or -1 with why in err. */
-static int read_input(const char *test, const char *tensor, float *dst, int ndim, const size_t *shape, char *err,
-                      size_t err_size) {
+int tensor_read(const char *test, const char *tensor, float *dst, int ndim, const size_t *shape, char *err,
+                size_t err_size) {
     char path[4096], why[4300];
     NpyHeader h;
     if (tensor_path(load_dir, test, tensor, path, sizeof path, err, err_size) != 0) return -1;
@@ -417,9 +416,3 @@ static int read_input(const char *test, const char *tensor, float *dst, int ndim
     return 0;
 }
 
-void load_floats(Ctx *c, const char *tensor, float *dst, int ndim, const size_t *shape) {
-    char err[4400];
-    if (read_input(c->test_name, tensor, dst, ndim, shape, err, sizeof err) == 0) return;
-    test_error(c, "%s", err);
-    test_abandon(c, 2);
-}

@@ -50,7 +50,12 @@ void dump_input(Ctx *c, const char *tensor, const float *x, int ndim, const size
  * -1 with a message when neither exists. */
 int tensor_path(const char *dir, const char *test, const char *tensor, char *path, size_t size, char *err,
                 size_t err_size);
-/* Reads a tensor whose shape must be exactly `shape` into dst. A file that
+/* The --load file of a test's tensor, whose shape must be exactly `shape`,
+ * into dst: 0, or -1 with why in err (missing, malformed, another shape, a
+ * NaN or Inf). */
+int tensor_read(const char *test, const char *tensor, float *dst, int ndim, const size_t *shape, char *err,
+                size_t err_size);
+/* Reads a tensor whose shape must be exactly `shape` into dst (context.c). A file that
  * is missing, malformed, of another shape or holds a NaN or Inf is an input
  * error naming the file: the test is left at once (test_abandon), nothing
  * run on inputs it was not given, and the run exits 2. */
