@@ -5,19 +5,11 @@ tests/bands_check.py checks the file follows from the table)."""
 import os
 import sys
 
-from lens.codeobj import ROOT
+from lens.codeobj import ROOT, read_tsv
 
 CALIBRATION = os.path.join(ROOT, "results/gfx906-calibration.tsv")
 BANDS = os.path.join(ROOT, "results/gfx906-bands.tsv")
 BAND_COLS = ["style", "rows", "low", "high"]
-
-
-def read_tsv(path):
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        head = f.readline().rstrip("\n").split("\t")
-        return [dict(zip(head, line.rstrip("\n").split("\t"))) for line in f if line.strip()]
 
 
 def derive_bands(calibration_rows):

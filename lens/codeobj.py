@@ -18,6 +18,15 @@ CPU_RUNTIME = ("kernels/backend/simt_cpu.cpp", "kernels/backend/simt_executor.cp
                "kernels/backend/runtime_cpu.cpp")
 
 
+def read_tsv(path):
+    """A results table as dicts by its header; [] when the file is not there yet."""
+    if not os.path.exists(path):
+        return []
+    with open(path) as f:
+        head = f.readline().rstrip("\n").split("\t")
+        return [dict(zip(head, line.rstrip("\n").split("\t"))) for line in f if line.strip()]
+
+
 def tool(env, *names):
     if os.environ.get(env):
         return os.environ[env]

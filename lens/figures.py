@@ -5,7 +5,8 @@ binding resource, then the recurrent and chunked paths side by side at B = 1 (th
   python3 -m lens figures [TOOLCHAIN]     (default rocm6.4: the objects CI builds; rocm7.2, rocm5.2)
 """
 
-from lens.gate import SIM_TABLE, read_tsv
+from lens.codeobj import read_tsv
+from lens.gate import SIM_TABLE
 from lens.product import HEADS
 
 

@@ -2,7 +2,7 @@
 than 5 % over the table."""
 import os
 
-from lens.codeobj import ROOT
+from lens.codeobj import ROOT, read_tsv
 from lens.launch import Launch
 from lens.product import HEADS, SIM_COLS, code_key, floor_work, recorded_launches, simulate_cached
 
@@ -14,14 +14,6 @@ CODE_TABLE = os.path.join(ROOT, "results/gfx906-sim-code.tsv")
 REGRESSION = 1.05
 GATE_SHAPES = {(1, 1, HEADS, "scalar"), (64, 1, HEADS, "scalar")}
 LOOPS_COLS = ["toolchain", "kernel", "T", "B", "H_v", "gate", "loop", "cause", "clocks"]
-
-
-def read_tsv(path):
-    if not os.path.exists(path):
-        return []
-    with open(path) as f:
-        head = f.readline().rstrip("\n").split("\t")
-        return [dict(zip(head, line.rstrip("\n").split("\t"))) for line in f if line.strip()]
 
 
 def merge_tsv(path, head, rows, toolchain):

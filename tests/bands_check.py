@@ -9,7 +9,8 @@ import os
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-from lens.bands import BANDS, BAND_COLS, CALIBRATION, derive_bands, read_tsv  # noqa: E402
+from lens.bands import BANDS, BAND_COLS, CALIBRATION, derive_bands  # noqa: E402
+from lens.codeobj import read_tsv  # noqa: E402
 
 
 def problems(calibration_rows, band_rows):
