@@ -65,11 +65,12 @@ checks=$((checks + 1))
 python3 tools/report/tolerance_table.py results/baseline-cpu.tsv > "$tmp/tol.md" 2> "$tmp/out" &&
     grep -q '^| 8 ' "$tmp/tol.md" || fail "tolerance_table.py: $(head -c 300 "$tmp/tol.md") $(cat "$tmp/out")"
 
-# perf_table.awk: medians over rounds and the ratio (kdn 2, 4, 9 -> 4; stock 3, 5 -> 4: 1.00)
+# perf_table.awk: medians over rounds and the ratio (kdn 2, 4, 9 -> 4; stock 3, 5 -> 4: 1.00), then the
+# quartiles of the per-round ratios (3/2, 5/4; round 3 has no stock run)
 printf '### perf kdn: a\n  GDN(x): 1 runs -   2.00 us/run - 1 kB\n### perf stock: a\n  GDN(x): 1 runs -   3.00 us/run - 1\n### perf stock: a\n  GDN(x): 1 runs -   5.00 us/run - 1\n### perf kdn: a\n  GDN(x): 1 runs -   4.00 us/run - 1\n### perf kdn: a\n  GDN(x): 1 runs -   9.00 us/run - 1\n' \
     > "$tmp/perf.txt"
 checks=$((checks + 1))
-[ "$(awk -F' - ' -f integration/llama.cpp/perf_table.awk "$tmp/perf.txt" | sed -n 2p)" = "$(printf 'GDN(x)\t4\t4\t1.00')" ] ||
+[ "$(awk -F' - ' -f integration/llama.cpp/perf_table.awk "$tmp/perf.txt" | sed -n 2p)" = "$(printf 'GDN(x)\t4\t4\t1.00\t1.25\t1.50')" ] ||
     fail "perf_table.awk: $(awk -F' - ' -f integration/llama.cpp/perf_table.awk "$tmp/perf.txt")"
 
 # decode_ref.sh --cut-only: ggml's kernel template cut from a stand-in source, up to its closing brace
@@ -80,9 +81,11 @@ expect 0 "decode_ref.sh --cut-only" bash tools/gpu/decode_ref.sh --cut-only "$tm
 printf 'no kernel here\n' > "$tmp/none.cu"
 expect 1 "decode_ref.sh on a source without the kernel" bash tools/gpu/decode_ref.sh --cut-only "$tmp/none.cu" "$tmp/cut"
 
-# check_on_gpu.sh --dry-run: arguments checked, the plan printed; --rounds 0 is bad usage
-expect 0 "check_on_gpu.sh --dry-run" bash integration/llama.cpp/check_on_gpu.sh --dry-run --rounds 2 "$tmp" "$tmp/chk" &&
-    { grep -q 'perf (x2)' "$tmp/out" && [ "$(grep -c 'new test_gated_delta_net(.*K=' "$tmp/out")" = 12 ] || fail "check_on_gpu.sh --dry-run: $(cat "$tmp/out")"; }
+# check_on_gpu.sh --dry-run: arguments checked, the plan printed (--perf-cases: the perf runs' -p); --rounds 0
+# is bad usage
+expect 0 "check_on_gpu.sh --dry-run" bash integration/llama.cpp/check_on_gpu.sh --dry-run --rounds 2 \
+    --perf-cases 'n_seq_tokens=1,' "$tmp" "$tmp/chk" &&
+    { grep -q "perf (x2) -o GATED_DELTA_NET (perf: -p 'n_seq_tokens=1,')" "$tmp/out" && [ "$(grep -c 'new test_gated_delta_net(.*K=' "$tmp/out")" = 12 ] || fail "check_on_gpu.sh --dry-run: $(cat "$tmp/out")"; }
 expect 2 "check_on_gpu.sh --rounds 0" bash integration/llama.cpp/check_on_gpu.sh --rounds 0 "$tmp" "$tmp/chk"
 # --device: every run on the card named (the second of two cards); the default is the first
 expect 0 "check_on_gpu.sh --device" bash integration/llama.cpp/check_on_gpu.sh --dry-run --backend hip --device ROCm1 "$tmp" "$tmp/chk" &&

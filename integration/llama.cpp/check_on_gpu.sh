@@ -8,11 +8,14 @@
 # (mtp_perf_cases.sh: T = 2, 3, 4 tokens with K = T snapshots, 32 and 48 value heads, 1 and 4 sequences).
 #
 #   integration/llama.cpp/check_on_gpu.sh [--backend cuda|hip] [--target T] [--prefix DIR] [--rounds N]
-#                                         [--device NAME] [--build-only | --skip-build | --dry-run]
+#                                         [--perf-cases REGEX] [--device NAME]
+#                                         [--build-only | --skip-build | --dry-run]
 #                                         LLAMA_OR_GGML_DIR OUTDIR
 # OUTDIR gets: lib.log build.log test.txt perf.txt (every run, each after a '### mode name: command' line) and
 # perf-compare.tsv (--rounds N: the perf runs N times over, alternating their order each round, each case's
-# median over the rounds: test-backend-ops' decode cases move by 20 % between processes; --dry-run: the
+# median over the rounds: test-backend-ops' decode cases move by 20 % between processes; --perf-cases: only
+# the perf cases whose parameters match REGEX (test-backend-ops -p), so that many rounds of a few cases fit a
+# device lease, e.g. 'n_seq_tokens=1,' for decode; --dry-run: the
 # arguments checked and the commands printed, nothing built or run)
 # (--build-only: stop after the build; --skip-build: only the runs, on a build that is already there -- so other
 # GPU work can share the build's time but not the timed runs). The CUDA build turns ggml's FlashAttention
@@ -23,7 +26,7 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-backend=cuda target="" prefix=/tmp/kdn-prefix skip_build=0 build_only=0 rounds=1 dry_run=0 device=
+backend=cuda target="" prefix=/tmp/kdn-prefix skip_build=0 build_only=0 rounds=1 dry_run=0 device= perf_cases=
 while [ $# -gt 0 ]; do
     case "$1" in
         --backend)    backend=${2:?}; shift 2 ;;
@@ -32,6 +35,7 @@ while [ $# -gt 0 ]; do
         --skip-build) skip_build=1; shift ;;
         --build-only) build_only=1; shift ;;
         --rounds)     rounds=${2:?}; shift 2 ;;
+        --perf-cases) perf_cases=${2:?}; shift 2 ;;
         --device)     device=${2:?}; shift 2 ;;
         --dry-run)    dry_run=1; shift ;;
         -*)           echo "check_on_gpu.sh: unknown option $1" >&2; exit 2 ;;
@@ -52,7 +56,8 @@ esac
 step() { echo "check_on_gpu.sh: $*"; }
 if [ "$dry_run" = 1 ]; then
     step "would build libkdn ($backend, $make_target) into $prefix, patch and build $src in $build, then run" \
-         "test-backend-ops test and perf (x$rounds) -o GATED_DELTA_NET -b $device and fusion_check $device into $out;" \
+         "test-backend-ops test and perf (x$rounds) -o GATED_DELTA_NET${perf_cases:+ (perf: -p '$perf_cases')}" \
+         "-b $device and fusion_check $device into $out;" \
          "perf cases added to $src/tests/test-backend-ops.cpp:"
     "$here/mtp_perf_cases.sh" --print "$src/tests/test-backend-ops.cpp"
     exit
@@ -103,11 +108,12 @@ IFS='|' read -r -a passes <<< "$plan"
 for pass in "${passes[@]}"; do
     mode=${pass%%:*} runs=${pass#*:}
     for run in $runs; do
-        name=${run%%:*} env_list=${run#*:}
-        echo "### $mode $name: ${env_list//,/ } $tbo $mode -o GATED_DELTA_NET -b $device" >> "$out/$mode.txt"
+        name=${run%%:*} env_list=${run#*:} cases=()
+        [ "$mode" = perf ] && [ -n "$perf_cases" ] && cases=(-p "$perf_cases")
+        echo "### $mode $name: ${env_list//,/ } $tbo $mode -o GATED_DELTA_NET -b $device ${cases[*]}" >> "$out/$mode.txt"
         # shellcheck disable=SC2046  # the environment list splits on purpose
-        env $(echo "$env_list" | tr , ' ') "$tbo" "$mode" -o GATED_DELTA_NET -b "$device" 2>&1 | strip_colours \
-            > "$out/run.txt"
+        env $(echo "$env_list" | tr , ' ') "$tbo" "$mode" -o GATED_DELTA_NET -b "$device" "${cases[@]}" 2>&1 |
+            strip_colours > "$out/run.txt"
         rc=${PIPESTATUS[0]}
         cat "$out/run.txt" >> "$out/$mode.txt"
         step "$mode $name: exit $rc, $(grep -c '^ *[A-Z_]*(.*): OK$' "$out/run.txt") cases OK, $(grep -c 'FAIL' "$out/run.txt")" \
