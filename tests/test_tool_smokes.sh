@@ -9,7 +9,8 @@
 # apply_and_build.sh refusing a tree older than the op form. Scripts that need
 # what CI lacks (ncu, PyTorch, gguf-py) are compiled or parsed only and say so.
 # roofline.sh (tests/test_tensors.sh), e2e_bench.sh, e2e_stats.py
-# (tests/test_e2e_tools.sh), deps.sh (tests/test_deps.sh) and
+# (tests/test_e2e_tools.sh), server_check.sh and server_check.py
+# (tests/test_server_check.sh), deps.sh (tests/test_deps.sh) and
 # results_index.py (make check) have their own tests.
 #   sh tests/test_tool_smokes.sh [test_deltanet binary, default build/cpu/test_deltanet]
 set -u

@@ -33,6 +33,7 @@
 #   make install + a C caller built with pkg-config (tests/test_install.sh),
 #   libkdn.a's exported symbols: the public API only (tests/test_symbols.sh),
 #   the end-to-end tools on hand-made data and stand-in programs (tests/test_e2e_tools.sh),
+#   the llama-server check against a stand-in server, honest, leaking a slot's state and NaN (tests/test_server_check.sh),
 #   every other script of tools/ and integration/ parsing its arguments, and a tiny case where one runs
 #   without a GPU (tests/test_tool_smokes.sh),
 #   ggml-kdn.patch on a tree made from its own context and that tree's variants, the state-gather elision
@@ -262,6 +263,7 @@ test:
 	@sh tests/test_install.sh cpu
 	@sh tests/test_symbols.sh cpu
 	@sh tests/test_e2e_tools.sh
+	@sh tests/test_server_check.sh
 	@sh tests/test_tool_smokes.sh build/cpu/test_deltanet
 	@sh tests/test_patch_trees.sh
 	@$(MAKE) --no-print-directory BACKEND=cpu build/cpu/test_graph && { build/cpu/test_graph; [ $$? = 77 ]; }

@@ -29,43 +29,27 @@ set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-backend=cuda target="" work=/tmp/kdn-e2e build="" steps=build,models,bench,op,kl arch=qwen35moe smoke=0
+# shellcheck source=e2e_common.sh
+. "$here/e2e_common.sh"
+steps=build,models,bench,op,kl arch=qwen35moe smoke=0
 rounds_min="" rounds_max="" half_width=0.03 bench_seconds=""
 
-usage() { sed -n '/^#   tools\/e2e_bench.sh/,/^# Exit status/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'; exit 2; }
 while [ $# -gt 0 ]; do
     case "$1" in
-        --backend)    backend=${2:?}; shift 2 ;;
-        --target)     target=${2:?}; shift 2 ;;
-        --work)       work=${2:?}; shift 2 ;;
-        --build-dir)  build=${2:?}; shift 2 ;;
-        --steps)      steps=${2:?}; shift 2 ;;
+        --backend|--target|--work|--build-dir|--steps) e2e_option "$1" "${2:?}"; shift 2 ;;
         --arch)       arch=${2:?}; shift 2 ;;
         --smoke)      smoke=1; shift ;;
         --rounds-min) rounds_min=${2:?}; shift 2 ;;
         --rounds-max) rounds_max=${2:?}; shift 2 ;;
         --half-width) half_width=${2:?}; shift 2 ;;
         --bench-seconds) bench_seconds=${2:?}; shift 2 ;;
-        -h|--help)    usage ;;
-        -*)           echo "e2e_bench.sh: unknown option $1" >&2; usage ;;
+        -h|--help)    e2e_usage "${BASH_SOURCE[0]}" ;;
+        -*)           echo "e2e_bench.sh: unknown option $1" >&2; e2e_usage "${BASH_SOURCE[0]}" ;;
         *)            break ;;
     esac
 done
-[ $# -eq 2 ] || usage
-src=$(cd "$1" && pwd) || exit 2
-out=$2
-mkdir -p "$out" "$work" || exit 2
-out=$(cd "$out" && pwd)
-build=${build:-$src/build-e2e-$backend}
-bin=$build/bin
-log=$out/log.txt
-case "$backend" in
-    cuda) target=${target:-90}; device=CUDA0; arch_var=CUDA_ARCH; make_target=sm_$target
-          speed_flags=(-DGGML_CUDA_FA=OFF -DGGML_CUDA_NCCL=OFF) ;;
-    hip)  target=${target:-gfx906}; device=ROCm0; arch_var=GPU_TARGET; make_target=$target
-          speed_flags=(-DGGML_CUDA_FA=OFF) ;;
-    *)    echo "e2e_bench.sh: --backend must be cuda or hip" >&2; exit 2 ;;
-esac
+[ $# -eq 2 ] || e2e_usage "${BASH_SOURCE[0]}"
+e2e_setup "$1" "$2"
 case "$arch" in qwen35moe|qwen3next) ;; *) echo "e2e_bench.sh: --arch must be qwen35moe or qwen3next" >&2; exit 2 ;; esac
 
 # Sizes: the full run, or a smoke pass that only checks that every step works.
@@ -81,30 +65,10 @@ model_gates=$work/$arch-gates101.gguf
 # the op's kernels: ggml's, and libkdn's product kernels (recurrent, chunked, strided gather)
 op_kernels='gated_delta_net_cuda|kernel_deltanet|kernel_chunked|kernel_gather_strided'
 
-step() { echo "e2e_bench.sh: $*"; echo "### $(date -u +%H:%M:%S) $*" >> "$log"; }
-die() { step "FAILED: $*"; tail -25 "$log" | sed 's/^/  | /'; exit 1; }
-has_step() { case ",$steps," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
-disable_of() { [ "$1" = ggml ] && echo 1 || echo 0; }   # GGML_KDN_DISABLE for an implementation
 stats() { python3 "$root/tools/e2e/e2e_stats.py" "$@"; }
-# the commit of a folder that is itself a git checkout (a copy inside another checkout says so, not its host's)
-checkout_of() {
-    [ "$(git -C "$1" rev-parse --show-toplevel 2> /dev/null)" = "$1" ] || { echo "(not a git checkout)"; return; }
-    echo "git $(git -C "$1" rev-parse HEAD), $(git -C "$1" status --porcelain | wc -l) changed files"
-}
-export LD_LIBRARY_PATH="$bin${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 
 do_build() {
-    local prefix=$work/kdn
-    step "libkdn ($backend, $make_target) -> $prefix"
-    (cd "$root" && make lib BACKEND="$backend" "$arch_var=$make_target" -j"$(nproc)" &&
-        make install BACKEND="$backend" "$arch_var=$make_target" PREFIX="$prefix") >> "$log" 2>&1 ||
-        die "libkdn build"
-    step "llama.cpp with the patch -> $build"
-    SECONDS=0
-    "$root/integration/llama.cpp/apply_and_build.sh" --backend "$backend" --target "$target" --prefix "$prefix" \
-        --build-dir "$build" --targets "llama-bench test-backend-ops" "$src" -- "${speed_flags[@]}" \
-        -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_EXAMPLES=OFF >> "$log" 2>&1 || die "llama.cpp build"
-    step "built in ${SECONDS}s"
+    e2e_build "llama-bench test-backend-ops" -DLLAMA_BUILD_SERVER=OFF -DLLAMA_BUILD_EXAMPLES=OFF
     ${CC:-cc} -std=c11 -O2 -Wall "$root/tools/e2e/e2e_logits.c" -I"$src/include" -I"$src/ggml/include" -L"$bin" \
         -Wl,-rpath,"$bin" -lllama -o "$bin/e2e_logits" >> "$log" 2>&1 &&
         ${CC:-cc} -std=c11 -O2 -Wall "$root/tools/e2e/e2e_kl.c" -lm -o "$bin/e2e_kl" >> "$log" 2>&1 ||
@@ -113,10 +77,8 @@ do_build() {
 
 do_models() {
     step "models ($arch) -> $work"
-    local gguf_py=$src/gguf-py
-    PYTHONPATH=$gguf_py python3 "$root/tools/e2e/synth_gguf.py" --arch "$arch" "$model" >> "$log" 2>&1 &&
-        PYTHONPATH=$gguf_py python3 "$root/tools/e2e/synth_gguf.py" --arch "$arch" --gate-scale 1.01 "$model_gates" \
-            >> "$log" 2>&1 || die "synth_gguf"
+    e2e_model "$model" --arch "$arch"
+    e2e_model "$model_gates" --arch "$arch" --gate-scale 1.01
 }
 
 # One llama-bench run of one implementation, its jsonl rows tagged with the round and the implementation.
@@ -194,14 +156,9 @@ dump() {
     GGML_KDN_DISABLE=$(disable_of "$impl") "$bin/e2e_logits" "$m" "$ub" "$kl_tokens" "$work/$name.f32" \
         > "$runlog" 2>&1
     local rc=$?
-    { echo "### dump $impl ub$ub $(basename "$m") -> $name (exit $rc)"; grep -i 'libkdn' "$runlog"; } >> "$log"
+    echo "### dump $impl ub$ub $(basename "$m") -> $name (exit $rc)" >> "$log"
     [ "$rc" = 0 ] || die "e2e_logits dump $name"
-    if [ "$impl" = kdn ]; then
-        grep -q 'runs in libkdn' "$runlog" || die "$name: libkdn did not run the op"
-        ! grep -q 'libkdn refused' "$runlog" || die "$name: libkdn refused a call (log.txt)"
-    else
-        ! grep -q 'runs in libkdn' "$runlog" || die "$name: GGML_KDN_DISABLE=1 but libkdn ran"
-    fi
+    e2e_guard_log "$impl" "$runlog" "$name"
 }
 
 kl_row() {
@@ -235,16 +192,7 @@ do_kl() {
     cat "$out/kl.tsv"
 }
 
-{
-    echo "backend $backend target $target arch $arch smoke $smoke"
-    echo "libkdn tree: $root $(checkout_of "$root")"
-    echo "llama.cpp: $src $(checkout_of "$src")"
-    nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm --format=csv,noheader 2> /dev/null
-    command -v nvcc > /dev/null && nvcc --version | tail -2
-    command -v ncu > /dev/null && ncu --version | tail -1
-    command -v hipconfig > /dev/null && hipconfig --version
-} > "$out/env.txt" 2>&1
-: > "$log"
+e2e_env_txt "backend $backend target $target arch $arch smoke $smoke"
 has_step build && do_build
 for tool in llama-bench e2e_logits e2e_kl; do [ -x "$bin/$tool" ] || die "no $tool in $bin (run --steps build)"; done
 has_step models && do_models

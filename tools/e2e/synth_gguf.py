@@ -3,6 +3,7 @@
 
     PYTHONPATH=LLAMA_CPP/gguf-py python3 tools/e2e/synth_gguf.py --arch qwen35moe OUT.gguf
         [--layers 8] [--experts 16] [--experts-used 8] [--vocab 32768] [--seed 1] [--gate-scale 1.0]
+        [--tokenizer none|spm]
 
 The linear-attention layers have the shape of Qwen3-Next-80B-A3B and Qwen3.5-35B-A3B: hidden 2048, 16 key heads and
 32 value heads of 128, conv kernel 4, three Delta-Net layers to one attention layer (16 query heads and 2 KV heads of
@@ -16,7 +17,10 @@ Weights are drawn per tensor from a generator seeded by (seed, CRC of the tensor
 --gate-scale changes nothing but the decay multipliers ssm_a (g = softplus(alpha + dt_bias) * ssm_a, so every gate
 g moves by that factor). Scales keep activations near unit size: matrices N(0, 1/fan_in), embeddings N(0, 1),
 norms 1, the LM head N(0, 3^2/hidden) so the next-token distributions are peaked like a trained model's rather than
-flat. The tokenizer is "none" with a vocab_size: llama-bench draws random token ids, nothing is tokenized.
+flat. The tokenizer is "none" with a vocab_size by default: llama-bench draws random token ids, nothing is tokenized.
+llama-server turns every generated token into text, which a vocabulary of "none" cannot: --tokenizer spm writes a
+SentencePiece-style list of the same size (<unk>, <s>, </s>, the 256 byte tokens, then made-up words), enough to
+print tokens; prompts go to the server as token ids.
 The tensor names, key names and the writer come from the gguf-py of the llama.cpp checkout on PYTHONPATH.
 """
 import argparse
@@ -170,7 +174,22 @@ def draw(t: Tensor, seed: int, gate_scale: float) -> np.ndarray:
     return x.astype(t.dtype)
 
 
-def write_hparams(w: gguf.GGUFWriter, arch, s: Shape):
+def write_spm_vocab(w: gguf.GGUFWriter, vocab: int):
+    """<unk> <s> </s>, the byte tokens <0x00>..<0xFF>, then words "\u2581w<id>" (the SentencePiece space mark)."""
+    special = [("<unk>", gguf.TokenType.UNKNOWN), ("<s>", gguf.TokenType.CONTROL), ("</s>", gguf.TokenType.CONTROL)]
+    tokens = special + [(f"<0x{b:02X}>", gguf.TokenType.BYTE) for b in range(256)]
+    tokens += [(f"\u2581w{i}", gguf.TokenType.NORMAL) for i in range(len(tokens), vocab)]
+    w.add_tokenizer_model("llama")
+    w.add_token_list([t for t, _ in tokens])
+    w.add_token_types([int(k) for _, k in tokens])
+    w.add_token_scores([-float(i) for i in range(len(tokens))])
+    w.add_unk_token_id(0)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    w.add_add_bos_token(False)
+
+
+def write_hparams(w: gguf.GGUFWriter, arch, s: Shape, tokenizer: str):
     w.add_name(f"synthetic {MODEL_ARCH_NAMES[arch]} (random weights)")
     w.add_file_type(gguf.LlamaFileType.MOSTLY_F16)
     w.add_context_length(s.context)
@@ -196,14 +215,17 @@ def write_hparams(w: gguf.GGUFWriter, arch, s: Shape):
     w.add_full_attention_interval(s.full_attention_interval)
     if arch == MODEL_ARCH.QWEN35MOE:
         w.add_rope_dimension_sections(QWEN35_ROPE_SECTIONS)
-    w.add_tokenizer_model("none")
-    w.add_vocab_size(s.vocab)
+    if tokenizer == "spm":
+        write_spm_vocab(w, s.vocab)
+    else:
+        w.add_tokenizer_model("none")
+        w.add_vocab_size(s.vocab)
 
 
-def write(path, arch, s: Shape, seed: int, gate_scale: float):
+def write(path, arch, s: Shape, seed: int, gate_scale: float, tokenizer: str):
     tensors = model_tensors(arch, s)
     w = gguf.GGUFWriter(path, MODEL_ARCH_NAMES[arch])
-    write_hparams(w, arch, s)
+    write_hparams(w, arch, s, tokenizer)
     for t in tensors:
         w.add_tensor_info(t.name, tuple(reversed(t.ne)), np.dtype(t.dtype),
                           int(np.prod(t.ne)) * np.dtype(t.dtype).itemsize)
@@ -216,7 +238,7 @@ def write(path, arch, s: Shape, seed: int, gate_scale: float):
     n_params = sum(int(np.prod(t.ne)) for t in tensors)
     print(f"synth_gguf: {path}: {MODEL_ARCH_NAMES[arch]}, {s.layers} layers "
           f"({sum(map(s.is_delta_net, range(s.layers)))} Delta-Net), {s.experts} experts ({s.experts_used} used), "
-          f"vocab {s.vocab}, {n_params / 1e6:.0f} M parameters, seed {seed}, gate scale {gate_scale}")
+          f"vocab {s.vocab} ({tokenizer}), {n_params / 1e6:.0f} M parameters, seed {seed}, gate scale {gate_scale}")
 
 
 def main():
@@ -229,12 +251,14 @@ def main():
     p.add_argument("--vocab", type=int, default=Shape.vocab)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--gate-scale", type=float, default=1.0, help="multiplies every ssm_a (every gate g)")
+    p.add_argument("--tokenizer", choices=("none", "spm"), default="none",
+                   help="spm: a made-up SentencePiece vocabulary (llama-server prints tokens)")
     a = p.parse_args()
     if a.layers < Shape.full_attention_interval or a.layers % Shape.full_attention_interval:
         p.error(f"--layers must be a multiple of {Shape.full_attention_interval} (three Delta-Net layers to one "
                 "attention layer)")
     s = Shape(layers=a.layers, experts=a.experts, experts_used=a.experts_used, vocab=a.vocab)
-    write(a.out, ARCHES[a.arch], s, a.seed, a.gate_scale)
+    write(a.out, ARCHES[a.arch], s, a.seed, a.gate_scale, a.tokenizer)
 
 
 if __name__ == "__main__":
