@@ -5,6 +5,8 @@ that served another prompt before, answer as each prompt does alone on a freshly
     server_check.py --server CMD --model GGUF --label NAME --responses OUT.json [--tsv OUT.tsv] [--logs DIR]
                     [--yardstick GGML.json] [--lengths 17,300,900,2000] [--n-predict 8] [--n-probs 8]
                     [--slots 4] [--vocab-ids 30000] [--timeout 300]
+    server_check.py --from SAVED.json --label NAME --responses OUT.json [--yardstick GGML.json] [--tsv OUT.tsv]
+                                        judges saved answers again (the same settings), no server
 
 CMD is the server command (llama-server, or a stand-in; split like a shell line); the script appends -m GGUF
 -ngl 99 -np SLOTS (1 for the fresh servers) -c CTX --port P --host 127.0.0.1 -fa off --seed 1 --cache-ram 0 and waits
@@ -22,19 +24,19 @@ Each answer is compared with the fresh one position by position, up to and inclu
 greedy tokens differ (after it the contexts differ): the KL divergence over the union of both top-n lists (a token
 missing from a list gets that list's smallest log-prob, an upper bound of its own, then both are renormalised)
 and |delta| of the fresh top-1 token's log-prob. A greedy divergence is allowed only where the fresh top-2 gap is
-below BOUND_GAP. A non-finite log-prob (llama-server writes NaN and inf as null) fails.
+below GAP_PER_DLP x the log-prob bound. A non-finite log-prob (llama-server writes NaN and inf as null) fails.
 
 The bounds are ggml's own: its concurrent-vs-fresh distances (the run with --yardstick, or this run when it has
 none: GGML_KDN_DISABLE=1 first) are what batching the slots together moves ggml's logits by -- other ubatch splits
-and matrix-product shapes, which change rounding and nothing else. A bound is FACTOR x that noise + FLOOR: FACTOR
-leaves room for a second set of positions drawn from the same noise (ggml's own ubatch-size yardsticks move the
-largest per-position KL by 1.4x between two sizes, results/h100-e2e-kl.tsv), FLOOR keeps the bound from being zero
-where ggml's batching happens to be bit-exact (its rerun yardstick is), and both stay far below a context carried
-over (the control). The yardstick's own concurrent rows pass by construction and say so; its reused rows and every
-row of a run checked against it are real checks. A run with --yardstick also compares its fresh answers with the
-yardstick's (libkdn against ggml, each alone).
-Exit status: 0 every row passed and the control was seen, 1 a failure (the TSV and stderr say which), 2 bad usage
-or a server that would not start or answer.
+and matrix-product shapes, and four slots against one, which change rounding and nothing else. A bound is FACTOR x
+that noise + FLOOR: FACTOR leaves room for a second set of positions drawn from the same noise (ggml's own
+ubatch-size yardsticks move the largest per-position KL by 1.4x between two sizes, results/h100-e2e-kl.tsv), FLOOR
+keeps the bound from being zero where ggml's batching happens to be bit-exact (its rerun yardstick is), and both
+stay far below a context carried over (the control). The yardstick's own concurrent rows pass by construction and
+say so; its reused rows and every row of a run checked against it are real checks. A run with --yardstick also
+compares its fresh answers with the yardstick's (libkdn against ggml, each alone).
+Exit status: 0 every row passed and the control was seen, 1 a failure (the TSV and the printed rows say which),
+2 bad usage or a server that would not start or answer.
 """
 import argparse
 import json
@@ -54,7 +56,6 @@ FLOOR_KL = 1e-3          # nats: a tenth of the 99th-percentile KL of ggml's uba
 FLOOR_DLP = 0.02         # nats of the fresh top-1 token's log-prob: a 2 % change of its probability
 GAP_PER_DLP = 2.0        # a greedy flip needs the top-2 gap closed: both log-probs moving by the bound, opposite ways
 FIRST_ID = 259           # the synthetic vocabulary's first word (after <unk> <s> </s> and the 256 byte tokens)
-PHASES = ("concurrent", "reused", "fresh", "control")
 
 
 class ServerError(Exception):
