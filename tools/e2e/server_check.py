@@ -9,8 +9,9 @@ that served another prompt before, answer as each prompt does alone on a freshly
                                         judges saved answers again (the same settings), no server
 
 CMD is the server command (llama-server, or a stand-in; split like a shell line); the script appends -m GGUF
--ngl 99 -np SLOTS (1 for the fresh servers) -c CTX --port P --host 127.0.0.1 -fa off --seed 1 --cache-ram 0 and waits
-for /health.
+-ngl 99 -np SLOTS (1 for the fresh servers) -c CTX --port P --host 127.0.0.1 -fa off --seed 1 --cache-ram 0 -lv 4
+and waits for /health (-lv 4: llama-server logs ggml's INFO lines, the patch's "runs in libkdn" among them, at its
+trace level, which its default of 3 drops).
 Prompts are token ids (the synthetic models' words mean nothing), one per length, drawn from a fixed generator with
 no shared prefix. Phases, on /completion with greedy sampling (temperature 0), n_predict and n_probs:
   concurrent  all prompts at once on one server, prompt k forced onto slot k (id_slot)
@@ -92,7 +93,7 @@ class Server:
         self.log_path, self.timeout = log, timeout
         self.args = shlex.split(cmd) + ["-m", model, "-ngl", "99", "-np", str(slots), "-c", str(ctx),
                                         "--port", str(self.port), "--host", "127.0.0.1", "-fa", "off",
-                                        "--seed", "1", "--cache-ram", "0"]
+                                        "--seed", "1", "--cache-ram", "0", "-lv", "4"]
         self.proc = None
 
     def url(self, path):
