@@ -2,8 +2,9 @@
 # names, the build of libkdn and of the patched llama.cpp, the synthetic model, the env.txt header, the log and its
 # step lines, and the guard that a run's log shows the implementation it was meant to run.
 #
-# The sourcing script sets root (this repository) and its defaults of the shared options, parses them with
-# e2e_option, then calls e2e_setup LLAMA_CPP_DIR OUTDIR once (sets src, out, build, bin, log and the backend's names).
+# The sourcing script sets root (this repository), sources this file (the shared options' defaults), sets its own
+# steps, parses the shared options with e2e_option, then calls e2e_setup LLAMA_CPP_DIR OUTDIR once (src, out, build,
+# bin, log and the backend's names).
 # shellcheck shell=bash
 
 backend=cuda target="" work=/tmp/kdn-e2e build=""
