@@ -7,7 +7,9 @@
 #   leaking libkdn       a reused slot that carries the previous prompt fails, each reused row by a wide margin
 #                        (>= WIDE x its bound), and only those rows
 #   NaN                  fails, the row saying non-finite
-#   a blind check        saved answers whose control equals the fresh answer: the check says BLIND and fails
+#   a blind check        saved answers whose every control equals the fresh answer: each control says blind and
+#                        the run fails; one blind control (a long prompt forgets the one before) passes, its
+#                        prompt's reused row saying it proves nothing
 #   no server / no args  exit 2
 #   server_check.sh      both runs on the stand-in pass; a server log without libkdn's line stops it (exit 1)
 # Usage: tests/test_server_check.sh (from the repository root)
@@ -55,14 +57,28 @@ else
     grep -q 'non-finite' "$t/nan.tsv" || fail "the NaN failure does not say non-finite: $(tail -3 "$t/nan.out")"
 fi
 
-python3 -c "import json, sys
+# blind_from SRC DST FIRST: SRC's answers with the controls of prompts FIRST.. replaced by the fresh answers
+blind_from() {
+    python3 -c "import json, sys
 run = json.load(open(sys.argv[1]))
-run['runs']['control'] = run['runs']['fresh']
-json.dump(run, open(sys.argv[2], 'w'))" "$t/kdn.json" "$t/blind-in.json"
+first = int(sys.argv[3])
+run['runs']['control'][first:] = run['runs']['fresh'][first:]
+json.dump(run, open(sys.argv[2], 'w'))" "$@"
+}
+blind_from "$t/kdn.json" "$t/blind-in.json" 0
 if sc kdn honest blind --from "$t/blind-in.json" --yardstick "$t/ggml.json"; then
     fail "a check that cannot see a carried context passed"
 else
-    [ "$(column blind verdict control | sort -u)" = BLIND ] || fail "the blind control: $(cat "$t/blind.tsv")"
+    [ "$(column blind verdict control | sort -u)" = blind ] && grep -q 'no control seen' "$t/blind.out" ||
+        fail "the blind controls: $(cat "$t/blind.tsv")"
+fi
+blind_from "$t/kdn.json" "$t/blind1-in.json" 3
+if sc kdn honest blind1 --from "$t/blind1-in.json" --yardstick "$t/ggml.json"; then
+    [ "$(column blind1 verdict control | tr '\n' ' ')" = "seen seen seen blind " ] &&
+        [ "$(column blind1 why reused | grep -c 'proves nothing')" = 1 ] ||
+        fail "one blind control: $(cat "$t/blind1.tsv")"
+else
+    fail "one blind control of four failed the run: $(tail -3 "$t/blind1.out")"
 fi
 
 GGML_KDN_DISABLE=1 python3 tools/e2e/server_check.py --server false --model none --label ggml \
@@ -96,5 +112,5 @@ for case in "--silent:libkdn did not run the op" "--mode leak:a check failed"; d
 done
 
 [ "$failures" = 0 ] || exit 1
-echo "server check: honest runs pass, a leaking slot fails by >= ${WIDE}x, a NaN and a blind control fail," \
+echo "server check: honest runs pass, a leaking slot fails by >= ${WIDE}x, a NaN and an all-blind control fail," \
      "server_check.sh's runs and its libkdn-ran guard passed"
