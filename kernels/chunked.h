@@ -29,28 +29,39 @@ static const int kMaxDk = 128;
 static const int kSteps = 2;
 static_assert(kMaxDk % (4 * kSteps) == 0 && kSteps % 2 == 0, "D_k loops run in whole batches");
 
-// p[0..3], of which the first `valid` exist (valid may be <= 0 or >= 4).
-// kVec: p is 16-byte aligned and valid a multiple of 4 (D_k, D_v and every
-// column offset are), so a quad exists whole or not at all: one vector load
-// or zeros, never scalar loads (which made gfx906 serialise the vector ones).
-template <bool kVec>
-__device__ __forceinline__ void load4(const float *p, int valid, float out[4]) {
+// p[0 .. N - 1] (N = 2 or 4), of which the first `valid` exist (valid may be
+// <= 0 or >= N). kVec: p is 4N-byte aligned and valid a multiple of N (D_k,
+// D_v and every column offset are), so a run exists whole or not at all: one
+// vector load or zeros, never scalar loads (which made gfx906 serialise the
+// vector ones).
+template <int N, bool kVec>
+__device__ __forceinline__ void load_run(const float *p, int valid, float out[N]) {
+    static_assert(N == 2 || N == 4, "vector runs are 2 or 4 floats");
     if (kVec) {
-        kdn_load4_if(p, valid >= 4, out);
+        if constexpr (N == 4)
+            kdn_load4_if(p, valid >= 4, out);
+        else
+            kdn_load2_if(p, valid >= 2, out);
         return;
     }
     KDN_UNROLL
-    for (int u = 0; u < 4; u++) out[u] = u < valid ? p[u] : 0.0f;
+    for (int u = 0; u < N; u++) out[u] = u < valid ? p[u] : 0.0f;
 }
 
-template <bool kVec>
-__device__ __forceinline__ void store4(float *p, int valid, const float in[4]) {
+template <int N, bool kVec>
+__device__ __forceinline__ void store_run(float *p, int valid, const float in[N]) {
+    static_assert(N == 2 || N == 4, "vector runs are 2 or 4 floats");
     if (kVec) {
-        if (valid >= 4) kdn_store4(p, in);
+        if (valid >= N) {
+            if constexpr (N == 4)
+                kdn_store4(p, in);
+            else
+                kdn_store2(p, in);
+        }
         return;
     }
     KDN_UNROLL
-    for (int u = 0; u < 4; u++)
+    for (int u = 0; u < N; u++)
         if (u < valid) p[u] = in[u];
 }
 

@@ -102,8 +102,8 @@ __device__ __forceinline__ void slice_load(const float *qc, const float *kc, siz
                                            float buf[2][4]) {
     const int t = (int)threadIdx.x, row = t / (kSlice / 4), p = p0 + t % (kSlice / 4) * 4;
     if (row >= C) return;
-    load4<kVec>(kc + row * stride + p, row < n ? D_k - p : 0, buf[0]);
-    load4<kVec>(qc + row * stride + p, row < n ? D_k - p : 0, buf[1]);
+    load_run<4, kVec>(kc + row * stride + p, row < n ? D_k - p : 0, buf[0]);
+    load_run<4, kVec>(qc + row * stride + p, row < n ? D_k - p : 0, buf[1]);
 }
 
 template <int C>
@@ -200,7 +200,7 @@ __device__ void intra_tiles(IntraLds<C> &L, const float *qc, const float *kc, si
             prow[w] = j <= i ? (diag ? acc[w][u] : acc[u][w]) * d : 0.0f;
             if (!is_p && j < i) L.m[j][i] = -L.beta[i] * acc[u][w] * d; // A, transposed
         }
-        if (is_p || diag) store4<kVec>(P + i * C + tj * kTile, kTile, prow);
+        if (is_p || diag) store_run<4, kVec>(P + i * C + tj * kTile, kTile, prow);
     }
 }
 
@@ -210,7 +210,7 @@ __device__ void intra_p_upper(float *P) {
     const float zero[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     for (int e = (int)threadIdx.x; e < C * C / 4; e += kIntraThreads) {
         const int i = e / (C / 4), j = e % (C / 4) * 4;
-        if (j / kTile > i / kTile) store4<kVec>(P + i * C + j, 4, zero);
+        if (j / kTile > i / kTile) store_run<4, kVec>(P + i * C + j, 4, zero);
     }
 }
 
@@ -416,7 +416,7 @@ __device__ __forceinline__ void intra_wy_batch(const float *src, size_t stride, 
     KDN_UNROLL
     for (int jj = 0; jj < kWyBatch; jj++) {
         const int j = j0 + jj;
-        load4<kVec>(src + j * stride + b, j < jend ? D - b : 0, x[jj]);
+        load_run<4, kVec>(src + j * stride + b, j < jend ? D - b : 0, x[jj]);
         const float sj = scale && j < jend ? scale[j] : 1.0f;
         KDN_UNROLL
         for (int c = 0; c < 4; c++) x[jj][c] *= sj;
@@ -452,8 +452,8 @@ __device__ __forceinline__ void intra_wy(IntraLds<C> &L, const float *src, size_
         }
         KDN_UNROLL
         for (int a = 0; a < H; a++) {
-            store4<kVec>(out + (size_t)(lo + a) * D + b, D - b, acc[0][a]);
-            store4<kVec>(out + (size_t)(hi + a) * D + b, D - b, acc[1][a]);
+            store_run<4, kVec>(out + (size_t)(lo + a) * D + b, D - b, acc[0][a]);
+            store_run<4, kVec>(out + (size_t)(hi + a) * D + b, D - b, acc[1][a]);
         }
     }
 }

@@ -2,41 +2,50 @@
 // and the outputs (chunked.h; the ladder checks it in phase 7):
 //
 // 2) kernel_chunked_state
-//   grid      (D_v / 32, H_v, n_seqs): a workgroup owns a D_k x 32 slab of one
-//             head's state (state columns are independent) through chunks
-//             c0 .. c1 - 1: read once, written once.
-//   workgroup 256 threads; thread (rg, quad) = (tid / 8, tid % 8) owns the
-//             slab's columns 4 quad .. 4 quad + 3 in every step:
-//             G1  X = [W; Q] S (C/32 token rows rg C/32 + a of each, so 8
-//                 accumulators per row): per 4 state rows, 4 LDS vector reads
-//                 of S and 2 C/32 global vector reads of W and Q rows feed
-//                 32 C/32 FMAs. V_new = U - W S to LDS; e^gamma (Q S) kept.
-//             G2  O = e^gamma (Q S) + P V_new for the same rows, to o.
+//   grid      (D_v / N, H_v, n_seqs), N = kBV<C> (16 at C = 64, 32 at
+//             C = 32): a workgroup owns a D_k x N slab of one head's state
+//             (state columns are independent) through chunks c0 .. c1 - 1:
+//             read once, written once.
+//   workgroup 256 threads; thread (rg, quad) = (tid / (N/4), tid % (N/4))
+//             owns the slab's columns 4 quad .. 4 quad + 3 in every step:
+//             G1  X = [W; Q] S (token row rg, so 8 accumulators): per 4
+//                 state rows, 4 LDS vector reads of S and 2 global vector
+//                 reads of W and Q rows feed 32 FMAs. V_new = U - W S to
+//                 LDS; e^gamma (Q S) kept.
+//             G2  O = e^gamma (Q S) + P V_new for the same row, to o.
 //             G3  S <- e^gamma_last S + K^T (e^(gamma_last - gamma) V_new)
-//                 for state rows 4 rg .. 4 rg + 3, read from and written back
-//                 to the slab in LDS (the only copy: no registers held from
+//                 for state rows SR rg .. SR rg + SR - 1 (SR = N / 8: 2 at
+//                 C = 64, 4 at C = 32), read from and written back to
+//                 the slab in LDS (the only copy: no registers held from
 //                 chunk to chunk), for the next chunk's G1.
 //             A barrier after V_new is stored, after G2, after V_new is
 //             rescaled in place, and after G3: 4 per chunk.
-//   LDS       S 128 x 32 + V_new C x 32 floats: 24 KB at C = 64, so two
-//             workgroups (8 waves, 2 per SIMD) share a gfx906 CU; 20 KB at
-//             C = 32, three (the kernel is held to 84 VGPRs there).
+//   LDS       S 128 x N + V_new C x N floats: 12 KB at C = 64, 20 KB at
+//             C = 32; three workgroups (3 waves per SIMD, the kernel held to
+//             84 VGPRs) share a gfx906 CU at either.
 
 #include "chunked.h"
 
 // ---- 2) state through chunks ------------------------------------------------
 static const int kStateThreads = 256;
-static const int kBV = 32;                         // state columns per workgroup
-static const int kQuads = kBV / 4;                 // a thread owns one column quad
-static const int kRowGroups = kStateThreads / kQuads;
-static const int kSRows = kMaxDk / kRowGroups;     // state rows per thread in G3
-static_assert(kSRows == 4, "a thread's state rows are one 4-float vector of a state column");
+// State columns per workgroup: 16 at C = 64, so that a thread has one token
+// row in G1 and G2 and 2 state rows in G3 (the pass is bound by each wave's
+// chain of dependent steps per chunk, not by the workgroup count); 32 at
+// C = 32, one token row already.
+template <int C>
+constexpr int kBV = C == 64 ? 16 : 32;
+template <int C>
+constexpr int kQuads = kBV<C> / 4; // a thread owns one column quad
+template <int C>
+constexpr int kRowGroups = kStateThreads / kQuads<C>;
+template <int C>
+constexpr int kSRows = kMaxDk / kRowGroups<C>; // state rows per thread in G3: a 2- or 4-float run of a column
 
 template <int C>
 struct StateLds {
-    static_assert(C % kRowGroups == 0 && C % (4 * kSteps) == 0, "C must split into row groups and batches");
-    float s[kMaxDk][kBV]; // the slab S[i][b]; rows past D_k and columns past D_v zero
-    float vn[C][kBV];     // V_new, then e^(gamma_last - gamma_j) V_new
+    static_assert(C % kRowGroups<C> == 0 && C % (4 * kSteps) == 0, "C must split into row groups and batches");
+    float s[kMaxDk][kBV<C>]; // the slab S[i][b]; rows past D_k and columns past D_v zero
+    float vn[C][kBV<C>];     // V_new, then e^(gamma_last - gamma_j) V_new
 };
 
 // G2's batch of 4 kSteps columns j of P for the thread's RT token rows: xq +=
@@ -49,13 +58,13 @@ struct StateLds {
 template <int C, bool kVec>
 __device__ __forceinline__ void state_outputs_batch(const StateLds<C> &L, const float *Pc, int rg, int cq, int j0,
                                                     int jend, float (*xq)[4]) {
-    const int RT = C / kRowGroups;
+    const int RT = C / kRowGroups<C>;
     float p4[kSteps][RT][4]; // P[row][j0 ..]: whole rows exist (C columns, zero past the diagonal)
     KDN_UNROLL
     for (int st = 0; st < kSteps; st++)
         KDN_UNROLL
         for (int a = 0; a < RT; a++)
-            load4<kVec>(Pc + (rg * RT + a) * C + j0 + 4 * st, j0 + 4 * st < jend ? 4 : 0, p4[st][a]);
+            load_run<4, kVec>(Pc + (rg * RT + a) * C + j0 + 4 * st, j0 + 4 * st < jend ? 4 : 0, p4[st][a]);
     KDN_UNROLL
     for (int st = 0; st < kSteps; st++)
         KDN_UNROLL
@@ -71,13 +80,14 @@ __device__ __forceinline__ void state_outputs_batch(const StateLds<C> &L, const 
         }
 }
 
-// gfx906 waves per SIMD the pass is compiled for: at C = 32 (20 KB of LDS)
-// three workgroups share a CU, so a B = 1 call's 128 workgroups (Qwen3-Next:
-// 32 heads x 4 slabs) run in one round on 60 CUs instead of 120 + 8. At C = 64
-// (24 KB) LDS allows two, and the scalar-load copy does not fit 84 VGPRs:
-// 1, no bound.
-template <int C, bool kVec>
-constexpr int kStateWaves = C == 32 && kVec ? 3 : 1;
+// gfx906 waves per SIMD the pass is compiled for, and so its workgroups per
+// CU (a workgroup is one wave per SIMD): with vector loads three (<= 84
+// VGPRs; LDS: 20 KB at C = 32, 12 KB at C = 64), so that 128 workgroups
+// (Qwen3-Next at B = 1: 32 heads x 4 slabs at C = 32, 16 heads x 8 slabs at
+// C = 64) run in one round on 60 CUs instead of 120 + 8. The scalar-load
+// copies are not bound (the one at C = 32 needs 95 VGPRs): 1.
+template <bool kVec>
+constexpr int kStateWaves = kVec ? 3 : 1;
 
 // The kernel's body, its pointers __restrict__ where they can be (kernel_args.h says why).
 template <int C, bool kVec>
@@ -88,25 +98,25 @@ __device__ __forceinline__ void chunked_state(
     int H_v, int D_k, int D_v, int head_map, int c0, int c1, float q_scale) {
     KDN_DYNAMIC_SHARED(double, lds_raw);
     StateLds<C> &L = *(StateLds<C> *)lds_raw;
-    const int RT = C / kRowGroups; // token rows per thread in G1 and G2
-    const int tid = (int)threadIdx.x, rg = tid / kQuads, cq = tid % kQuads * 4;
-    const int b0 = (int)blockIdx.x * kBV, h = (int)blockIdx.y, seq = (int)blockIdx.z;
+    const int RT = C / kRowGroups<C>, SR = kSRows<C>; // token rows per thread in G1 and G2, state rows in G3
+    const int tid = (int)threadIdx.x, rg = tid / kQuads<C>, cq = tid % kQuads<C> * 4;
+    const int b0 = (int)blockIdx.x * kBV<C>, h = (int)blockIdx.y, seq = (int)blockIdx.z;
     const int hk = kdn_key_head(h, H_k, H_v, head_map);
     const int ncols = D_v - (b0 + cq); // this thread's columns that exist (may be <= 0)
     const int n_chunks = (T + C - 1) / C;
     const size_t head = ((size_t)seq * H_v + h) * D_v * D_k;
     const size_t qk_stride = (size_t)H_k * D_k;
-    const int i0 = rg * kSRows; // this thread's state rows in G3
+    const int i0 = rg * SR; // this thread's state rows in G3
 
     // St is D_v x D_k (i innermost): column b of the slab is a row of St.
     // The slab lives in LDS only: registers held across the chunk loop would
     // count against every step's (gfx906: 3 waves per SIMD need <= 84 VGPRs).
     KDN_UNROLL
     for (int c = 0; c < 4; c++) {
-        float col[kSRows];
-        load4<kVec>(state_in + head + (size_t)(b0 + cq + c) * D_k + i0, c < ncols ? D_k - i0 : 0, col);
+        float col[SR];
+        load_run<SR, kVec>(state_in + head + (size_t)(b0 + cq + c) * D_k + i0, c < ncols ? D_k - i0 : 0, col);
         KDN_UNROLL
-        for (int u = 0; u < kSRows; u++) L.s[i0 + u][cq + c] = col[u];
+        for (int u = 0; u < SR; u++) L.s[i0 + u][cq + c] = col[u];
     }
     __syncthreads();
 
@@ -131,8 +141,8 @@ __device__ __forceinline__ void chunked_state(
                 KDN_UNROLL
                 for (int a = 0; a < RT; a++) {
                     const int row = rg * RT + a, i = i0b + 4 * st;
-                    load4<kVec>(Wc + (size_t)row * D_k + i, D_k - i, w4[st][a]); // zero past n
-                    load4<kVec>(qc + row * qk_stride + i, row < n ? D_k - i : 0, q4[st][a]);
+                    load_run<4, kVec>(Wc + (size_t)row * D_k + i, D_k - i, w4[st][a]); // zero past n
+                    load_run<4, kVec>(qc + row * qk_stride + i, row < n ? D_k - i : 0, q4[st][a]);
                 }
             KDN_UNROLL
             for (int st = 0; st < kSteps; st++) {
@@ -159,7 +169,7 @@ __device__ __forceinline__ void chunked_state(
             const int row = rg * RT + a;
             f_end[a] = row < n ? te[row] : 0.0f;
             float u4[4];
-            load4<kVec>(Uc + (size_t)row * D_v + b0 + cq, ncols, u4);
+            load_run<4, kVec>(Uc + (size_t)row * D_v + b0 + cq, ncols, u4);
             const float eg = expf(gc[row]);
             KDN_UNROLL
             for (int b = 0; b < 4; b++) {
@@ -179,7 +189,7 @@ __device__ __forceinline__ void chunked_state(
             const int row = rg * RT + a;
             KDN_UNROLL
             for (int b = 0; b < 4; b++) xq[a][b] *= q_scale; // mutate: chunked_q_scale
-            if (row < n) store4<kVec>(o + ((tok0 + row) * H_v + h) * D_v + b0 + cq, ncols, xq[a]);
+            if (row < n) store_run<4, kVec>(o + ((tok0 + row) * H_v + h) * D_v + b0 + cq, ncols, xq[a]);
         }
         __syncthreads();
 
@@ -193,31 +203,31 @@ __device__ __forceinline__ void chunked_state(
         }
         __syncthreads();
 
-        // G3: S <- e^gamma_last S + K^T V_new' for state rows i0 .. i0 + kSRows - 1.
-        float acc[kSRows][4];
+        // G3: S <- e^gamma_last S + K^T V_new' for state rows i0 .. i0 + SR - 1.
+        float acc[SR][4];
         KDN_UNROLL
-        for (int u = 0; u < kSRows; u++)
+        for (int u = 0; u < SR; u++)
             KDN_UNROLL
             for (int b = 0; b < 4; b++) acc[u][b] = 0.0f;
         for (int j0 = 0; j0 < n; j0 += 4 * kSteps) {
-            float k4[4 * kSteps][4];
+            float k4[4 * kSteps][SR];
             KDN_UNROLL
             for (int jj = 0; jj < 4 * kSteps; jj++)
-                load4<kVec>(kc + (j0 + jj) * qk_stride + i0, j0 + jj < n ? D_k - i0 : 0, k4[jj]);
+                load_run<SR, kVec>(kc + (j0 + jj) * qk_stride + i0, j0 + jj < n ? D_k - i0 : 0, k4[jj]);
             KDN_UNROLL
             for (int jj = 0; jj < 4 * kSteps; jj++) {
                 float v4[4];
                 kdn_load4(&L.vn[j0 + jj][cq], v4); // rows past n are zero
                 KDN_UNROLL
-                for (int u = 0; u < kSRows; u++)
+                for (int u = 0; u < SR; u++)
                     KDN_UNROLL
                     for (int b = 0; b < 4; b++) acc[u][b] = fmaf(k4[jj][u], v4[b], acc[u][b]);
             }
         }
         const float total = kdn_decay(gc[n - 1]); // once per chunk: decay.h
-        // Rows i0 .. i0 + kSRows - 1 of the slab are this thread's alone.
+        // Rows i0 .. i0 + SR - 1 of the slab are this thread's alone.
         KDN_UNROLL
-        for (int u = 0; u < kSRows; u++) {
+        for (int u = 0; u < SR; u++) {
             float s4[4];
             kdn_load4(&L.s[i0 + u][cq], s4);
             KDN_UNROLL
@@ -228,15 +238,15 @@ __device__ __forceinline__ void chunked_state(
     }
     KDN_UNROLL
     for (int c = 0; c < 4; c++) {
-        float col[kSRows];
+        float col[SR];
         KDN_UNROLL
-        for (int u = 0; u < kSRows; u++) col[u] = L.s[i0 + u][cq + c];
-        if (c < ncols) store4<kVec>(state_out + head + (size_t)(b0 + cq + c) * D_k + i0, D_k - i0, col);
+        for (int u = 0; u < SR; u++) col[u] = L.s[i0 + u][cq + c];
+        if (c < ncols) store_run<SR, kVec>(state_out + head + (size_t)(b0 + cq + c) * D_k + i0, D_k - i0, col);
     }
 }
 
 template <int C, bool kVec>
-__global__ __launch_bounds__(kStateThreads) KDN_GFX906_WAVES_PER_SIMD((kStateWaves<C, kVec>)) void kernel_chunked_state(
+__global__ __launch_bounds__(kStateThreads) KDN_GFX906_WAVES_PER_SIMD((kStateWaves<kVec>)) void kernel_chunked_state(
     const StateArgs a) {
     chunked_state<C, kVec>(a.q, a.k, a.gamma, a.to_end, a.U, a.W, a.P, a.state_in, a.state_out, a.o, a.T, a.H_k,
                               a.H_v, a.D_k, a.D_v, a.head_map, a.c0, a.c1, a.q_scale);
@@ -249,7 +259,7 @@ template <int C, bool kVec>
 static void launch_state(const KdnLayerCall *c, int c0, int c1, const KdnChunkBuffers *b) {
     static_assert(sizeof(StateLds<C>) <= 64 * 1024, "gfx906 has 64 KB of LDS per workgroup");
     const KdnShape *s = &c->s;
-    dim3 grid((unsigned)KDN_CEIL_DIV(s->D_v, kBV), (unsigned)s->H_v, (unsigned)s->n_seqs);
+    dim3 grid((unsigned)KDN_CEIL_DIV(s->D_v, kBV<C>), (unsigned)s->H_v, (unsigned)s->n_seqs);
     KDN_ALLOW_LDS((kernel_chunked_state<C, kVec>), sizeof(StateLds<C>));
     const StateArgs a = {c->q,   c->k,   b->gamma, b->to_end, b->U,   b->W,        b->P, c->state_in, c->snapshots,
                          c->o,   s->T,   s->H_k,   s->H_v,    s->D_k, s->D_v,      s->head_map, c0, c1, c->q_scale};
@@ -265,8 +275,8 @@ static void launch_state_c(const KdnLayerCall *c, int c0, int c1, const KdnChunk
 }
 
 extern "C" int kdn_chunked_fewest_rounds_chunk(const KdnShape *s) {
-    const long workgroups = (long)KDN_CEIL_DIV(s->D_v, kBV) * s->H_v * s->n_seqs;
-    const long round = KDN_ROUND_WORKGROUPS((kernel_chunked_state<64, true>), kStateThreads, 2);
+    const long workgroups = (long)KDN_CEIL_DIV(s->D_v, kBV<64>) * s->H_v * s->n_seqs;
+    const long round = KDN_ROUND_WORKGROUPS((kernel_chunked_state<64, true>), kStateThreads, kStateWaves<true>);
     return workgroups <= round ? 64 : 32;
 }
 

@@ -304,7 +304,7 @@ def print_isa(kernels):
 # choice, KDN_ROUND_WORKGROUPS); decode (T = 1) the one without the token ahead, one column per group (a
 # single token, no loop: 5 waves per SIMD or more, so that the B = 1 grid of 256 workgroups fits one round).
 PRODUCT = [("kernel_chunked_intra", "64, true", 2, work_intra, ("prefill",)),
-           ("kernel_chunked_state", "64, true", 2, work_state, ("prefill",)),
+           ("kernel_chunked_state", "64, true", 3, work_state, ("prefill",)),
            ("kernel_deltanet_recurrent", "8, true, false, false, true, true, 2", 3, work_recurrent_2cols,
             ("prefill",)),
            ("kernel_deltanet_recurrent", "8, true, false, false, true, true, 1", 4, work_recurrent, ()),

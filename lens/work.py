@@ -45,7 +45,8 @@ def work_intra(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
 
 
 def work_state(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
-    """kernel_chunked_state: a workgroup per 32 state columns of a head."""
+    """kernel_chunked_state, counted per 32 state columns of a head (the
+    totals do not depend on the kernel's slab width)."""
     chunks = -(-T // C)
     per_chunk = 2 * C * Dk * 32 + C * (C // 2 + 4) * 32 + C * Dk * 32          # G1 ([W; Q] S), G2 (P V_new), G3
     wg = -(-Dv // 32) * H_V * B

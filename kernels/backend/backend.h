@@ -206,10 +206,10 @@ __device__ __forceinline__ void kdn_wait_prior_grid() {}
 
 #define KDN_CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
 
-// Four consecutive floats at a 16-byte aligned
-// address: one vector load or store on the GPUs (dwordx4 on gfx906), four
-// scalar ones on the CPU.
-// kdn_load4_if: the four floats when `ok`, zeros otherwise, with no scalar
+// Four (two) consecutive floats at a 16-byte (8-byte) aligned address: one
+// vector load or store on the GPUs (dwordx4, dwordx2 on gfx906), scalar ones
+// on the CPU.
+// kdn_load4_if, kdn_load2_if: the floats when `ok`, zeros otherwise, with no scalar
 // load path: where a vector load and scalar loads could write the same
 // registers, the gfx906 compiler waited for every earlier load (vmcnt(0))
 // before each vector load (lens/static.py counts such waits).
@@ -223,6 +223,12 @@ __device__ __forceinline__ void kdn_store4(float *p, const float in[4]) {
 __device__ __forceinline__ void kdn_load4_if(const float *p, bool ok, float out[4]) {
     for (int u = 0; u < 4; u++) out[u] = ok ? p[u] : 0.0f;
 }
+__device__ __forceinline__ void kdn_store2(float *p, const float in[2]) {
+    for (int u = 0; u < 2; u++) p[u] = in[u];
+}
+__device__ __forceinline__ void kdn_load2_if(const float *p, bool ok, float out[2]) {
+    for (int u = 0; u < 2; u++) out[u] = ok ? p[u] : 0.0f;
+}
 #else
 __device__ __forceinline__ void kdn_load4(const float *p, float out[4]) {
     const float4 v = *(const float4 *)p;
@@ -235,5 +241,13 @@ __device__ __forceinline__ void kdn_load4_if(const float *p, bool ok, float out[
     float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     if (ok) v = *(const float4 *)p;
     out[0] = v.x, out[1] = v.y, out[2] = v.z, out[3] = v.w;
+}
+__device__ __forceinline__ void kdn_store2(float *p, const float in[2]) {
+    *(float2 *)p = make_float2(in[0], in[1]);
+}
+__device__ __forceinline__ void kdn_load2_if(const float *p, bool ok, float out[2]) {
+    float2 v = make_float2(0.0f, 0.0f);
+    if (ok) v = *(const float2 *)p;
+    out[0] = v.x, out[1] = v.y;
 }
 #endif
