@@ -3,19 +3,20 @@
 //
 // 2) kernel_chunked_state
 //   grid      (D_v / N, H_v, n_seqs), N = kBV<C> (16 at C = 64, 32 at
-//             C = 32): a workgroup owns a D_k x N slab of one head's state
-//             (state columns are independent) through chunks c0 .. c1 - 1:
-//             read once, written once.
+//             C = 32; 32 at both in the CUDA build): a workgroup owns a
+//             D_k x N slab of one head's state (state columns are
+//             independent) through chunks c0 .. c1 - 1: read once, written
+//             once.
 //   workgroup 256 threads; thread (rg, quad) = (tid / (N/4), tid % (N/4))
 //             owns the slab's columns 4 quad .. 4 quad + 3 in every step:
-//             G1  X = [W; Q] S (token row rg, so 8 accumulators): per 4
-//                 state rows, 4 LDS vector reads of S and 2 global vector
-//                 reads of W and Q rows feed 32 FMAs. V_new = U - W S to
-//                 LDS; e^gamma (Q S) kept.
-//             G2  O = e^gamma (Q S) + P V_new for the same row, to o.
+//             G1  X = [W; Q] S (RT = C N / 1024 token rows rg RT + a, so
+//                 8 RT accumulators): per 4 state rows, 4 LDS vector reads
+//                 of S and 2 RT global vector reads of W and Q rows feed
+//                 32 RT FMAs. V_new = U - W S to LDS; e^gamma (Q S) kept.
+//             G2  O = e^gamma (Q S) + P V_new for the same rows, to o.
 //             G3  S <- e^gamma_last S + K^T (e^(gamma_last - gamma) V_new)
 //                 for state rows SR rg .. SR rg + SR - 1 (SR = N / 8: 2 at
-//                 C = 64, 4 at C = 32), read from and written back to
+//                 16 columns, 4 at 32), read from and written back to
 //                 the slab in LDS (the only copy: no registers held from
 //                 chunk to chunk), for the next chunk's G1.
 //             A barrier after V_new is stored, after G2, after V_new is
@@ -28,12 +29,20 @@
 
 // ---- 2) state through chunks ------------------------------------------------
 static const int kStateThreads = 256;
-// State columns per workgroup: 16 at C = 64, so that a thread has one token
-// row in G1 and G2 and 2 state rows in G3 (the pass is bound by each wave's
-// chain of dependent steps per chunk, not by the workgroup count); 32 at
-// C = 32, one token row already.
+// State columns per workgroup at C = 64 (32 at C = 32: one token row per
+// thread already). gfx906, and the CPU executor that checks its layout: 16,
+// so that a thread has one token row in G1 and G2 and 2 state rows in G3
+// (the lens: the pass is bound by each wave's chain of dependent steps per
+// chunk, not by the workgroup count). The CUDA build (always C = 64) keeps
+// 32: on an H100 16 columns ran Qwen3-Next's T = 512 chunked call 9 %
+// slower (results/h100-ab-slab16.tsv).
+#if defined(KDN_BACKEND_CUDA)
+constexpr int kBV64 = 32;
+#else
+constexpr int kBV64 = 16;
+#endif
 template <int C>
-constexpr int kBV = C == 64 ? 16 : 32;
+constexpr int kBV = C == 64 ? kBV64 : 32;
 template <int C>
 constexpr int kQuads = kBV<C> / 4; // a thread owns one column quad
 template <int C>
