@@ -39,11 +39,11 @@ typedef struct {
  * on the ROCm 6.4 objects, results/gfx906-sim.tsv, docs/performance.md); no
  * MI50 has measured it. Chunk: 64 while its state pass runs in one round of
  * the 60 CUs, else 32, three workgroups per CU (a rounds argument, not a
- * clock one). B = 1: recurrent faster up to T = 256 (318 against 320 us),
- * chunked from 320 (389 against 400) at the lens's clocks; at its other
- * clocks chunked leads from 128, so 128-256 is open within the band.
- * B = 4: recurrent faster at every T simulated (to 4096) at the lens's
- * clocks, beyond the band only at 32: 32 until an MI50 measures it. */
+ * clock one). B = 1: set where an earlier state pass crossed; the present
+ * one's recurrent is faster up to T = 192 (233 against 240 us), chunked from
+ * 256 (297 against 310), all open within the bands. B = 4: recurrent faster
+ * at T = 64, chunked from 512 at the lens's clock, open within the bands:
+ * 32 until an MI50 measures it. */
 #define GFX906_DISPATCH 0, 2, {{1, 256}, {4, 32}}
 
 static const BackendDispatch dispatches[] = {
