@@ -116,6 +116,7 @@ __device__ __forceinline__ void chunked_state(
     const size_t head = ((size_t)seq * H_v + h) * D_v * D_k;
     const size_t qk_stride = (size_t)H_k * D_k;
     const int i0 = rg * SR; // this thread's state rows in G3
+    const unsigned k_col = i0 < D_k ? i0 : 0; // the K columns G3 loads for them: always inside a K row
 
     // St is D_v x D_k (i innermost): column b of the slab is a row of St.
     // The slab lives in LDS only: registers held across the chunk loop would
@@ -213,16 +214,23 @@ __device__ __forceinline__ void chunked_state(
         __syncthreads();
 
         // G3: S <- e^gamma_last S + K^T V_new' for state rows i0 .. i0 + SR - 1.
+        // No branch guards the K loads (gfx906: 3.2 instructions per FMA with
+        // one per row, 2.2 without): a token row past n reads row n - 1 (its
+        // V_new' row is zero), a thread whose rows are past D_k reads K's
+        // first columns and leaves its slab rows as they are (zero).
         float acc[SR][4];
         KDN_UNROLL
         for (int u = 0; u < SR; u++)
             KDN_UNROLL
             for (int b = 0; b < 4; b++) acc[u][b] = 0.0f;
-        for (int j0 = 0; j0 < n; j0 += 4 * kSteps) {
+        const float *k_last = kc + (size_t)(n - 1) * qk_stride, *k_j = kc;
+        for (int j0 = 0; j0 < n; j0 += 4 * kSteps, k_j += 4 * kSteps * qk_stride) {
             float k4[4 * kSteps][SR];
             KDN_UNROLL
-            for (int jj = 0; jj < 4 * kSteps; jj++)
-                load_run<SR, kVec>(kc + (j0 + jj) * qk_stride + i0, j0 + jj < n ? D_k - i0 : 0, k4[jj]);
+            for (int jj = 0; jj < 4 * kSteps; jj++) {
+                const float *k_row = j0 + jj < n ? k_j + jj * qk_stride : k_last;
+                load_run<SR, kVec>(k_row + k_col, kVec ? SR : D_k - k_col, k4[jj]);
+            }
             KDN_UNROLL
             for (int jj = 0; jj < 4 * kSteps; jj++) {
                 float v4[4];
@@ -235,13 +243,15 @@ __device__ __forceinline__ void chunked_state(
         }
         const float total = kdn_decay(gc[n - 1]); // once per chunk: decay.h
         // Rows i0 .. i0 + SR - 1 of the slab are this thread's alone.
-        KDN_UNROLL
-        for (int u = 0; u < SR; u++) {
-            float s4[4];
-            kdn_load4(&L.s[i0 + u][cq], s4);
+        if (i0 < D_k) {
             KDN_UNROLL
-            for (int b = 0; b < 4; b++) s4[b] = fmaf(total, s4[b], acc[u][b]); // mutate: state_update
-            kdn_store4(&L.s[i0 + u][cq], s4);
+            for (int u = 0; u < SR; u++) {
+                float s4[4];
+                kdn_load4(&L.s[i0 + u][cq], s4);
+                KDN_UNROLL
+                for (int b = 0; b < 4; b++) s4[b] = fmaf(total, s4[b], acc[u][b]); // mutate: state_update
+                kdn_store4(&L.s[i0 + u][cq], s4);
+            }
         }
         __syncthreads();
     }
