@@ -281,9 +281,11 @@ resources-check: $(TOOLCHAIN_READY)
 #   make isa-vs-llama GGML=DIR   llama.cpp's own kernel (from the ggml or llama.cpp checkout DIR, built
 #                       for gfx906 under build/, never kept) and libkdn simulated at the same shapes ->
 #                       results/gfx906-vs-llama.tsv
+#   make isa-mtp        MTP verify calls (T = K = 2..4 tokens) simulated against their bytes ->
+#                       results/gfx906-mtp.tsv
 #   make calibrate      the simulator's calibration kernels (lens/calib/) simulated against published
 #                       gfx906 measurements -> results/gfx906-in-sample.tsv
-.PHONY: isa isa-check isa-vs-llama calibrate calibrate-micro ggml-headers
+.PHONY: isa isa-check isa-vs-llama isa-mtp calibrate calibrate-micro ggml-headers
 SIM_ARGS = $(if $(SIM_OBJECTS),$(SIM_TOOLCHAIN) $(SIM_OBJECTS))
 # The simulator is pure Python (standard library). PyPy (Debian's pypy3) runs the long simulations of
 # the tables 2-3x faster than CPython, so make isa and calibrate take it where installed; the gate's
@@ -316,6 +318,8 @@ ggml-headers:
 isa-vs-llama: $(TOOLCHAIN_READY) $(GGML_READY)
 	@test -n "$(GGML)" || { echo "make isa-vs-llama: GGML=DIR (a ggml or llama.cpp checkout) is needed"; exit 2; }
 	@$(if $(ROCM_VAR),$(ROCM_VAR)_BIND="$(abspath $(GGML))") $(ISA_ENV) $(SIM_PYTHON) -m lens vs-llama $(GGML) $(SIM_ARGS)
+isa-mtp: $(TOOLCHAIN_READY)
+	@$(ISA_ENV) $(SIM_PYTHON) -m lens mtp $(SIM_ARGS)
 # calibrate: the kernel rows need ggml's trees (CALIB_GGML=DIR: a ggml clone or mirror; else one is cloned
 # under build/calib) and, for ggml's HIP headers, GGML_READY. CALIB_OUT: where the table goes.
 CALIB_OUT ?= results/gfx906-in-sample.tsv

@@ -62,6 +62,7 @@ Stages, one module each, each importing only the ones above it:
   ffcheck      the fast-forward against clock by clock on product launches (make isa-check)
   static       the ISA report and static gates (resources, loops, serialised loads)
   vs_llama     llama.cpp's kernel simulated beside libkdn
+  mtp          MTP verify calls simulated against their bytes
   peers        libkdn beside the fork's kernels at the same shapes
   figures      docs/performance.md's tables from results/gfx906-sim.tsv
   cli          the command line: python3 -m lens (cli.py lists the commands)

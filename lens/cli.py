@@ -12,6 +12,7 @@ calibrate targets):
   python3 -m lens check [TOOLCHAIN CO_DIR]      the simulated-time gate against that table
   python3 -m lens ff-check [TOOLCHAIN CO_DIR]   fast-forward against clock by clock (ffcheck.py)
   python3 -m lens vs-llama GGML_DIR [TOOLCHAIN CO_DIR]   llama.cpp's kernel beside libkdn (vs_llama.py)
+  python3 -m lens mtp [TOOLCHAIN CO_DIR]        MTP verify calls against their bytes (mtp.py)
   python3 -m lens figures [TOOLCHAIN]           docs/performance.md's MI50 tables (figures.py)
   python3 -m lens isa-run [quick|full [LOG]]    the product's objects run on real data (isa_run.py)
 """
@@ -23,7 +24,7 @@ from lens.gate import check, CODE_TABLE, LOOPS_TABLE, REGRESSION, SIM_TABLE, sav
 from lens.product import SHAPES, PRODUCT_SRC, print_rows, product_rows
 from lens.program import Objects
 from lens.selftest import selftest
-from lens import calibrate, isa_run, peers, static, validate, vs_llama
+from lens import calibrate, isa_run, mtp, peers, static, validate, vs_llama
 from lens.ffcheck import ff_check
 from lens.figures import figures
 
@@ -34,6 +35,8 @@ def main(argv):
         return static.main([argv[0], cmd[4:]])
     if cmd == "vs-llama":
         return vs_llama.main([argv[0]] + argv[2:])
+    if cmd == "mtp":
+        return mtp.main(argv)
     if cmd == "isa-run":
         return isa_run.main(argv[2:])
     if cmd == "figures":

@@ -25,8 +25,9 @@ SHAPES = [(1, 1), (1, 4), (1, 128), (64, 1), (512, 1), (512, 4), (1024, 1), (204
 
 
 def full_shape(s):
-    """(T, B, value heads, gate) of a shape given as (T, B[, heads[, gate]])."""
-    return tuple(s) + (HEADS, "scalar")[len(s) - 2:]
+    """(T, B, value heads, gate, K) of a shape given as (T, B[, heads[, gate[, K]]]); K: the state
+    snapshots the call keeps (1: the final state; an MTP verify call keeps one per token)."""
+    return tuple(s) + (HEADS, "scalar", 1)[len(s) - 2:]
 
 
 PATHS = (("recurrent", "recurrent"), ("chunked", "chunked"), ("auto", "auto"))
@@ -61,9 +62,9 @@ def launches_tool():
     return exe
 
 
-def recorded_launches(path, T, B, heads=HEADS, gate="scalar"):
+def recorded_launches(path, T, B, heads=HEADS, gate="scalar", K=1):
     """[(kernel name with template arguments, grid, block, LDS bytes, argument bytes)] of one call."""
-    cmd = [launches_tool(), path, str(T), str(B), str(heads // 2), str(heads), str(D_K), gate]
+    cmd = [launches_tool(), path, str(T), str(B), str(heads // 2), str(heads), str(D_K), gate, str(K)]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     rows = []
     for line in out.splitlines():
@@ -75,9 +76,9 @@ def recorded_launches(path, T, B, heads=HEADS, gate="scalar"):
     return rows
 
 
-def floor_work(name, T, B, heads=HEADS, gate="scalar"):
+def floor_work(name, T, B, heads=HEADS, gate="scalar", K=1):
     """(flops, compulsory HBM bytes) of a product kernel at the Qwen3-Next shape with this many value
-    heads (and half as many key heads: every term scales with the heads) and gate."""
+    heads (and half as many key heads: every term scales with the heads), gate and snapshots."""
     short = name.split("<")[0]
     if short == "kernel_gather_strided":
         flops, nbytes = 0.0, 2.0 * T * B * H_K * D_K * 4
@@ -88,7 +89,7 @@ def floor_work(name, T, B, heads=HEADS, gate="scalar"):
         wg, fmas, nbytes = work_state(T, B)
         flops = 2.0 * wg * fmas
     elif short == "kernel_deltanet_recurrent":
-        wg, fmas, nbytes, _ = work_recurrent(T, B)
+        wg, fmas, nbytes, _ = work_recurrent(T, B, K=K)
         flops = 2.0 * wg * fmas
     else:
         raise KeyError(name)
@@ -201,25 +202,25 @@ def product_rows(objects, toolchain, shapes=SHAPES, paths=PATHS):
     stalls) per launch and per path total."""
     rows = []
     for shape in shapes:
-        T, B, heads, gate = full_shape(shape)
+        T, B, heads, gate, K = full_shape(shape)
         for label, path in paths:
             total, total_floor, total_lo, total_hi = 0.0, 0.0, 0.0, 0.0
-            for name, grid, block, lds, args in recorded_launches(path, T, B, heads, gate):
-                flops, nbytes = floor_work(name, T, B, heads, gate)
+            for name, grid, block, lds, args in recorded_launches(path, T, B, heads, gate, K):
+                flops, nbytes = floor_work(name, T, B, heads, gate, K)
                 r = simulate_cached(objects.get(name), Launch(grid, block, lds, args, hbm_bytes=nbytes))
                 f = floor_us(flops, nbytes)
                 lo, hi = figure_band(r["us"], style_of(name))
                 rows.append(dict(toolchain=toolchain, path=label, kernel=name.replace(" ", ""), T=T, B=B, heads=heads,
-                                 gate=gate, us=r["us"], low=lo, high=hi, floor=f,
+                                 gate=gate, K=K, us=r["us"], low=lo, high=hi, floor=f,
                                  binding=r["binding"],
                                  stalls=r["stalls"], unknown=r["unknown"]))
                 total += r["us"]
                 total_floor += f
                 total_lo += lo
                 total_hi += hi
-            rows.append(dict(toolchain=toolchain, path=label, kernel="total", T=T, B=B, heads=heads, gate=gate,
+            rows.append(dict(toolchain=toolchain, path=label, kernel="total", T=T, B=B, heads=heads, gate=gate, K=K,
                              us=total, low=total_lo, high=total_hi, floor=total_floor,
-                             layer_floor=layer_floor_us(T, B, heads, gate, PEAK_FLOPS, PEAK_HBM),
+                             layer_floor=layer_floor_us(T, B, heads, gate, PEAK_FLOPS, PEAK_HBM, K=K),
                              binding="-", stalls={}, unknown=0))
     return rows
 

@@ -57,16 +57,18 @@ def work_state(T, B, C=CHUNK, Dk=D_K, Dv=D_V):
     return wg, chunks * per_chunk, bytes_
 
 
-def work_recurrent(T, B, Dk=D_K, Dv=D_V, cols=1):
+def work_recurrent(T, B, Dk=D_K, Dv=D_V, cols=1, K=1):
     """kernel_deltanet_recurrent: a workgroup per 16 x cols state columns of a
     head (16 groups of 16 lanes, each group cols columns). Work: S.k, S.q and
     the update per row and column (3 FMAs); a wave issues, per token and row
     of its lanes, those for each of its cols columns plus one for k.q, which
     every column of a group shares (so the cols = 2 layout issues 7 FMA
-    instructions per row where two groups of cols = 1 take 8)."""
+    instructions per row where two groups of cols = 1 take 8). Bytes: the
+    state in, K states out (snapshots of the last K tokens; 1: the final
+    state), each token's vectors."""
     wg = -(-Dv // (16 * cols)) * H_V * B
     heads = H_V * B
-    bytes_ = 2 * heads * Dk * Dv * 4 + T * B * (2 * H_K * Dk + H_V * (2 * Dv + 2)) * 4
+    bytes_ = (1 + K) * heads * Dk * Dv * 4 + T * B * (2 * H_K * Dk + H_V * (2 * Dv + 2)) * 4
     return wg, T * 3 * Dk * 16 * cols, bytes_, T * (3 * cols + 1) * -(-Dk // 16)
 
 
@@ -75,14 +77,14 @@ def work_recurrent_2cols(T, B):
 
 
 # ---- the layer's floor: the token recurrence, whatever the algorithm -------------------------------
-def layer_floor_us(T, B, heads, gate="scalar", peak_flops=13.4e12, peak_hbm=0.86e12, Dk=D_K, Dv=D_V):
+def layer_floor_us(T, B, heads, gate="scalar", peak_flops=13.4e12, peak_hbm=0.86e12, Dk=D_K, Dv=D_V, K=1):
     """The Delta-Net layer's floor: 3 D_k D_v multiply-adds per token and value head (S.k, the update,
     S.q) at the fp32 peak, or its compulsory bytes at the sustained HBM rate, whichever is longer: the
-    state in and out, q and k per key head (half the value heads), v and the output per value head, the
-    gate (a row per key dimension for the per-key gate) and beta. A chunked form's extra arithmetic does
-    not lower it."""
+    state in and K states out (an MTP verify call keeps one per token, K = T), q and k per key head (half
+    the value heads), v and the output per value head, the gate (a row per key dimension for the per-key
+    gate) and beta. A chunked form's extra arithmetic does not lower it."""
     flops = 2.0 * 3 * Dk * Dv * T * B * heads
     gate_floats = Dk if gate == "key" else 1
-    nbytes = 4.0 * (2 * Dk * Dv * heads * B + T * B * (2 * (heads // 2) * Dk + 2 * heads * Dv
-                                                       + heads * (gate_floats + 1)))
+    nbytes = 4.0 * ((1 + K) * Dk * Dv * heads * B + T * B * (2 * (heads // 2) * Dk + 2 * heads * Dv
+                                                             + heads * (gate_floats + 1)))
     return max(flops / peak_flops, nbytes / peak_hbm) * 1e6

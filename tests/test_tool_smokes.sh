@@ -87,6 +87,13 @@ expect 1 "decode_ref.sh on a source without the kernel" bash tools/gpu/decode_re
 expect 0 "check_on_gpu.sh --dry-run" bash integration/llama.cpp/check_on_gpu.sh --dry-run --rounds 2 \
     --perf-cases 'n_seq_tokens=1,' "$tmp" "$tmp/chk" &&
     { grep -q "perf (x2) -o GATED_DELTA_NET (perf: -p 'n_seq_tokens=1,')" "$tmp/out" && [ "$(grep -c 'new test_gated_delta_net(.*K=' "$tmp/out")" = 12 ] || fail "check_on_gpu.sh --dry-run: $(cat "$tmp/out")"; }
+# --graphs: ggml configured with its graphs on (CUDA's flag, HIP's), and only then
+expect 0 "check_on_gpu.sh --graphs" bash integration/llama.cpp/check_on_gpu.sh --dry-run --graphs "$tmp" "$tmp/chk" &&
+    { grep -q -- '-DGGML_CUDA_GRAPHS=ON)' "$tmp/out" || fail "check_on_gpu.sh --graphs: $(head -1 "$tmp/out")"; }
+expect 0 "check_on_gpu.sh --graphs (hip)" bash integration/llama.cpp/check_on_gpu.sh --dry-run --backend hip --graphs "$tmp" "$tmp/chk" &&
+    { grep -q -- '-DGGML_HIP_GRAPHS=ON)' "$tmp/out" || fail "check_on_gpu.sh --graphs (hip): $(head -1 "$tmp/out")"; }
+expect 0 "check_on_gpu.sh without --graphs" bash integration/llama.cpp/check_on_gpu.sh --dry-run "$tmp" "$tmp/chk" &&
+    { ! grep -q -- 'GRAPHS' "$tmp/out" || fail "check_on_gpu.sh: graphs without --graphs: $(head -1 "$tmp/out")"; }
 expect 2 "check_on_gpu.sh --rounds 0" bash integration/llama.cpp/check_on_gpu.sh --rounds 0 "$tmp" "$tmp/chk"
 # --device: every run on the card named (the second of two cards); the default is the first
 expect 0 "check_on_gpu.sh --device" bash integration/llama.cpp/check_on_gpu.sh --dry-run --backend hip --device ROCm1 "$tmp" "$tmp/chk" &&

@@ -156,6 +156,7 @@ check:
 	@$(MAKE) --no-print-directory test-history-check
 	@python3 -m lens selftest
 	@python3 tests/bands_check.py --self-test && python3 tests/bands_check.py
+	@python3 tests/mtp_check.py
 	@python3 tests/docs_check.py --self-test && python3 tests/docs_check.py build/cpu/test_deltanet
 	@sh tests/quick_ladder.sh build/cpu/test_deltanet build/cpu/quick $(QUICK_TESTS)
 
@@ -231,6 +232,7 @@ GFX906_CHECKS = $(MAKE) --no-print-directory BACKEND=hip TOOLCHAIN=$(1) build/hi
 test-gfx906:
 	@python3 -m lens selftest
 	@python3 tests/bands_check.py --self-test && python3 tests/bands_check.py
+	@python3 tests/mtp_check.py
 	@if command -v $(HOST_HIPCC) >/dev/null 2>&1; then $(call GFX906_CHECKS,host,$(CC)) && \
 	    $(MAKE) --no-print-directory BACKEND=hip build/hip/test_graph; \
 	else echo "hipcc not found: gfx906 build with the host's toolchain skipped"; fi

@@ -8,7 +8,7 @@
 # (mtp_perf_cases.sh: T = 2, 3, 4 tokens with K = T snapshots, 32 and 48 value heads, 1 and 4 sequences).
 #
 #   integration/llama.cpp/check_on_gpu.sh [--backend cuda|hip] [--target T] [--prefix DIR] [--rounds N]
-#                                         [--perf-cases REGEX] [--device NAME]
+#                                         [--perf-cases REGEX] [--device NAME] [--graphs]
 #                                         [--build-only | --skip-build | --dry-run]
 #                                         LLAMA_OR_GGML_DIR OUTDIR
 # OUTDIR gets: lib.log build.log test.txt perf.txt (every run, each after a '### mode name: command' line) and
@@ -21,12 +21,15 @@
 # GPU work can share the build's time but not the timed runs). The CUDA build turns ggml's FlashAttention
 # kernels and NCCL off to cut the compile time; neither touches GATED_DELTA_NET. --device: the ggml backend device
 # every run takes (default CUDA0 or ROCm0; on several cards run it once per card: --skip-build --device ROCm1 ...).
+# --graphs: ggml built with CUDA (HIP) graphs on, as llama.cpp's own build has them (a standalone ggml checkout
+# builds CUDA without them): test-backend-ops then replays each graph of repeated ops instead of launching every node
+# from the host, so its perf rows time the kernels as llama.cpp's decode replays them, not the host's launch path.
 # Exit status: 0 both test runs and both fusion checks passed, 1 a step failed (its log says which), 2 bad usage.
 set -uo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
-backend=cuda target="" prefix=/tmp/kdn-prefix skip_build=0 build_only=0 rounds=1 dry_run=0 device= perf_cases=
+backend=cuda target="" prefix=/tmp/kdn-prefix skip_build=0 build_only=0 rounds=1 dry_run=0 device= perf_cases= graphs=0
 while [ $# -gt 0 ]; do
     case "$1" in
         --backend)    backend=${2:?}; shift 2 ;;
@@ -38,6 +41,7 @@ while [ $# -gt 0 ]; do
         --perf-cases) perf_cases=${2:?}; shift 2 ;;
         --device)     device=${2:?}; shift 2 ;;
         --dry-run)    dry_run=1; shift ;;
+        --graphs)     graphs=1; shift ;;
         -*)           echo "check_on_gpu.sh: unknown option $1" >&2; exit 2 ;;
         *)            break ;;
     esac
@@ -53,9 +57,12 @@ case "$backend" in
     hip)  device=${device:-ROCm0}; target=${target:-gfx906}; make_target=$target; speed_flags=(-DGGML_CUDA_FA=OFF) ;;
     *)    echo "check_on_gpu.sh: --backend must be cuda or hip" >&2; exit 2 ;;
 esac
+graphs_flag=-DGGML_CUDA_GRAPHS; [ "$backend" = hip ] && graphs_flag=-DGGML_HIP_GRAPHS
+[ "$graphs" = 1 ] && speed_flags+=("$graphs_flag=ON")
 step() { echo "check_on_gpu.sh: $*"; }
 if [ "$dry_run" = 1 ]; then
-    step "would build libkdn ($backend, $make_target) into $prefix, patch and build $src in $build, then run" \
+    step "would build libkdn ($backend, $make_target) into $prefix, patch and build $src in $build" \
+         "(cmake ${speed_flags[*]}), then run" \
          "test-backend-ops test and perf (x$rounds) -o GATED_DELTA_NET${perf_cases:+ (perf: -p '$perf_cases')}" \
          "-b $device and fusion_check $device into $out;" \
          "perf cases added to $src/tests/test-backend-ops.cpp:"
