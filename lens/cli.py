@@ -19,7 +19,7 @@ calibrate targets):
 import os
 import sys
 
-from lens.codeobj import ROOT, toolchain_name
+from lens.codeobj import ROOT, toolchain_and_objects_dir
 from lens.gate import check, CODE_TABLE, LOOPS_TABLE, REGRESSION, SIM_TABLE, save_tables
 from lens.product import SHAPES, PRODUCT_SRC, print_rows, product_rows
 from lens.program import Objects
@@ -56,8 +56,7 @@ def main(argv):
         return peers.main(argv)
     if cmd in ("table", "check", "ff-check"):
         # table|check [TOOLCHAIN CO_DIR]: default the local hipcc's, build/isa
-        toolchain = argv[2] if len(argv) > 3 else toolchain_name()
-        co_dir = argv[3] if len(argv) > 3 else os.path.join(ROOT, "build/isa")
+        toolchain, co_dir = toolchain_and_objects_dir(argv[2:4])
         objects = Objects([os.path.join(co_dir, f + ".co") for f in PRODUCT_SRC])
         if cmd == "ff-check":
             fails = ff_check(objects)

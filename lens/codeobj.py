@@ -42,6 +42,14 @@ def toolchain_name():
     return "rocm" + m.group(1) if m else "rocm"
 
 
+def toolchain_and_objects_dir(pair):
+    """The toolchain label and code-object directory a command's optional TOOLCHAIN CO_DIR pair names;
+    without both, the local hipcc's label and build/isa."""
+    if len(pair) == 2:
+        return pair[0], pair[1]
+    return toolchain_name(), os.path.join(ROOT, "build/isa")
+
+
 def toolchain_key():
     """The toolchain's name and a hash of all hipcc --version says (compiler and LLVM builds): what
     keeps code objects of two toolchains apart in a cache directory."""

@@ -15,7 +15,7 @@ Writes results/gfx906-mtp.tsv (this toolchain's rows). Every figure is a simulat
 import os
 import sys
 
-from lens.codeobj import ROOT, toolchain_name
+from lens.codeobj import ROOT, toolchain_and_objects_dir
 from lens.gate import merge_tsv
 from lens.machine import DISPATCH_FLOOR_US
 from lens.product import PEAK_FLOPS, PEAK_HBM, product_rows
@@ -44,8 +44,7 @@ def mtp_row(objects, toolchain, T, B, heads):
 def main(argv):
     if len(argv) not in (2, 4):
         sys.exit(__doc__)
-    toolchain = argv[2] if len(argv) == 4 else toolchain_name()
-    co_dir = argv[3] if len(argv) == 4 else os.path.join(ROOT, "build/isa")
+    toolchain, co_dir = toolchain_and_objects_dir(argv[2:])
     objects = product_objects(co_dir)
     print("MI50 (gfx906) simulation, %s objects -- a simulation, not a measurement" % toolchain)
     print("\t".join(COLS))

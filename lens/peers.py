@@ -14,7 +14,7 @@ from lens import fork
 from lens.bands import BANDS, CALIBRATION, figure_band, style_of, write_bands
 from lens.codeobj import ROOT
 from lens.device import simulate
-from lens.codeobj import toolchain_name
+from lens.codeobj import toolchain_and_objects_dir
 from lens.gate import merge_tsv
 from lens.product import product_rows
 from lens.vs_llama import product_objects
@@ -56,8 +56,8 @@ def main(argv):
         return 0
     if len(argv) not in (3, 5):
         sys.exit(__doc__)
-    toolchain = argv[3] if len(argv) == 5 else toolchain_name()
-    objects = product_objects(argv[4] if len(argv) == 5 else os.path.join(ROOT, "build/isa"))
+    toolchain, co_dir = toolchain_and_objects_dir(argv[3:])
+    objects = product_objects(co_dir)
     forks = fork.fork_objects(argv[2], toolchain)
     shapes = SHAPES
     if os.environ.get("SIM_SHAPES"):  # T:B:H_v, e.g. "1:1:32 512:1:8"

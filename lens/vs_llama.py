@@ -20,7 +20,7 @@ simulation, not a measurement.
 import os
 import sys
 
-from lens.codeobj import ROOT, build, build_ggml, toolchain_name
+from lens.codeobj import ROOT, build, build_ggml, toolchain_and_objects_dir
 from lens.bands import figure_band, style_of
 from lens.gate import merge_tsv
 from lens.ggml import find_kernel, gdn_kernel, gdn_launch
@@ -74,8 +74,7 @@ def product_objects(co_dir):
 def main(argv):
     if len(argv) not in (2, 4):
         sys.exit(__doc__)
-    toolchain = argv[2] if len(argv) == 4 else toolchain_name()
-    co_dir = argv[3] if len(argv) == 4 else os.path.join(ROOT, "build/isa")
+    toolchain, co_dir = toolchain_and_objects_dir(argv[2:])
     objects = product_objects(co_dir)
     llama = Objects([build_ggml(argv[1], "gated_delta_net", co_dir)])
     codes = {}
