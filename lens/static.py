@@ -193,9 +193,9 @@ def waves_per_simd(vgpr, sgpr, lds, wg_threads):
     return min(10, by_v, by_s, by_lds)
 
 
-LDS_PROBE = {  # kernel -> the struct its launcher passes as dynamic LDS (sizeof at the instantiated C)
-    "kernel_chunked_intra": "IntraLds",
-    "kernel_chunked_state": "StateLds",
+LDS_PROBE = {  # kernel -> the struct its launcher passes as dynamic LDS, and how many of the kernel's leading
+    "kernel_chunked_intra": ("IntraLds", 1),  # integer template arguments it takes (C; C and the slab width)
+    "kernel_chunked_state": ("StateLds", 2),
 }
 
 
@@ -208,9 +208,11 @@ def dynamic_lds(src, names, outdir):
         if not m:
             continue
         kname = n[len(m.group(0)):len(m.group(0)) + int(m.group(1))]
-        c = re.search(r"ILi(\d+)E", n)
-        if kname in LDS_PROBE and c:
-            want.append((n, "%s<%s>" % (LDS_PROBE[kname], c.group(1))))
+        ints = re.match(r"I((?:Li\d+E)+)", n[len(m.group(0)) + int(m.group(1)):])
+        if kname in LDS_PROBE and ints:
+            struct, nargs = LDS_PROBE[kname]
+            args = re.findall(r"Li(\d+)E", ints.group(1))[:nargs]
+            want.append((n, "%s<%s>" % (struct, ", ".join(args))))
     if not want:
         return {}
     prog = os.path.join(outdir, "lds_probe_%s.cpp" % os.path.basename(src)[:-4])
@@ -296,7 +298,8 @@ def print_isa(kernels):
 
 
 # kernel (short name, template arguments), waves/SIMD it is designed for, work function, the calls it
-# stands for. The recurrent kernel has three: prompts run its instantiation with the next token's loads
+# stands for. The state pass has two at C = 64: the 16-column slab, and the 8-column one for grids that
+# fit one round of its 4 waves per SIMD (240 slots: 8 to 15 heads at B = 1). The recurrent kernel has three: prompts run its instantiation with the next token's loads
 # ahead (scalar gate, no snapshots in the loop; D_k = 128: R = 8, full rows, 16-byte row runs) with two
 # state columns per group where one column per group would take more than one round (the MI50 at B = 1
 # and 4: 128 workgroups at B = 1 fill one round of 180 slots at 3 waves per SIMD), with one column
@@ -304,7 +307,8 @@ def print_isa(kernels):
 # choice, KDN_ROUND_WORKGROUPS); decode (T = 1) the one without the token ahead, one column per group (a
 # single token, no loop: 5 waves per SIMD or more, so that the B = 1 grid of 256 workgroups fits one round).
 PRODUCT = [("kernel_chunked_intra", "64, true", 2, work_intra, ("prefill",)),
-           ("kernel_chunked_state", "64, true", 3, work_state, ("prefill",)),
+           ("kernel_chunked_state", "64, 16, true", 3, work_state, ("prefill",)),
+           ("kernel_chunked_state", "64, 8, true", 4, work_state, ("prefill",)),
            ("kernel_deltanet_recurrent", "8, true, false, false, true, true, 2", 3, work_recurrent_2cols,
             ("prefill",)),
            ("kernel_deltanet_recurrent", "8, true, false, false, true, true, 1", 4, work_recurrent, ()),
