@@ -7,7 +7,7 @@
 //             c0 .. c1 - 1: read once, written once. N = kBV<C>: 16 at
 //             C = 64, 32 at C = 32 (32 at both in the CUDA build); at C = 64
 //             on gfx906 8 (the narrow slab) where those workgroups fit one
-//             round of the CUs' slots (8 to 15 heads at B = 1).
+//             round of the 16-column slab's (up to 11 heads at B = 1).
 //   workgroup 256 threads; thread (rg, cg) = (tid / (N/CW), tid % (N/CW))
 //             owns the slab's columns CW cg .. CW cg + CW - 1 in every step
 //             (CW = 4; 2 in the narrow slab, so that each thread keeps one
@@ -27,8 +27,7 @@
 //             rescaled in place, and after G3: 4 per chunk.
 //   LDS       S 128 x N + V_new C x N floats: 12 KB at C = 64, 20 KB at
 //             C = 32, 6 KB in the narrow slab; three workgroups (3 waves per
-//             SIMD, the kernel held to 84 VGPRs) share a gfx906 CU, four of
-//             the narrow slab's (<= 64 VGPRs).
+//             SIMD, the kernel held to 84 VGPRs) share a gfx906 CU.
 
 #include "chunked.h"
 
@@ -125,12 +124,10 @@ __device__ __forceinline__ void state_outputs_batch(const StateLds<C, N> &L, con
 // CU (a workgroup is one wave per SIMD): with vector loads three (<= 84
 // VGPRs; LDS: 20 KB at C = 32, 12 KB at C = 64), so that 128 workgroups
 // (Qwen3-Next at B = 1: 32 heads x 4 slabs at C = 32, 16 heads x 8 slabs at
-// C = 64) run in one round on 60 CUs instead of 120 + 8; four in the narrow
-// slab (<= 64 VGPRs: it needs 62), so that 12 heads' 192 workgroups fit one
-// round of 240. The scalar-load copies are not bound (the one at C = 32
-// needs 95 VGPRs): 1.
-template <int C, int N, bool kVec>
-constexpr int kStateWaves = !kVec ? 1 : N < kBV<C> ? 4 : 3;
+// C = 64) run in one round on 60 CUs instead of 120 + 8. The scalar-load
+// copies are not bound (the one at C = 32 needs 95 VGPRs): 1.
+template <bool kVec>
+constexpr int kStateWaves = kVec ? 3 : 1;
 
 // The kernel's body, its pointers __restrict__ where they can be (kernel_args.h says why).
 template <int C, int N, bool kVec>
@@ -300,7 +297,7 @@ __device__ __forceinline__ void chunked_state(
 }
 
 template <int C, int N, bool kVec>
-__global__ __launch_bounds__(kStateThreads) KDN_GFX906_WAVES_PER_SIMD((kStateWaves<C, N, kVec>)) void kernel_chunked_state(
+__global__ __launch_bounds__(kStateThreads) KDN_GFX906_WAVES_PER_SIMD((kStateWaves<kVec>)) void kernel_chunked_state(
     const StateArgs a) {
     chunked_state<C, N, kVec>(a.q, a.k, a.gamma, a.to_end, a.U, a.W, a.P, a.state_in, a.state_out, a.o, a.T, a.H_k,
                               a.H_v, a.D_k, a.D_v, a.head_map, a.c0, a.c1, a.q_scale);
@@ -321,14 +318,13 @@ static void launch_state(const KdnLayerCall *c, int c0, int c1, const KdnChunkBu
 }
 
 // Workgroups of the state pass at slab width N, and how many one round of
-// kernel_chunked_state<C, N> runs at once.
+// the 16-column kernel at C = 64 runs at once (gfx906: 3 per CU).
 template <int N>
 static long state_workgroups(const KdnShape *s) {
     return (long)KDN_CEIL_DIV(s->D_v, N) * s->H_v * s->n_seqs;
 }
-template <int C, int N>
-static long state_round() {
-    return KDN_ROUND_WORKGROUPS((kernel_chunked_state<C, N, true>), kStateThreads, (kStateWaves<C, N, true>));
+static long state_round_64() {
+    return KDN_ROUND_WORKGROUPS((kernel_chunked_state<64, kBV64, true>), kStateThreads, kStateWaves<true>);
 }
 
 template <int C, int N>
@@ -339,17 +335,20 @@ static void launch_state_n(const KdnLayerCall *c, int c0, int c1, const KdnChunk
         launch_state<C, N, false>(c, c0, c1, b);
 }
 
-// The one choice of the slab width at C = 64: the narrow slab where its grid
-// fits one round, the default one otherwise.
+// The one choice of the slab width at C = 64: the narrow slab where its
+// twice as many workgroups still fit one round of the 16-column kernel's
+// slots (no CU holds more of them than of the 16-column ones: at 12 heads,
+// 192 > 180 on the MI50, the lens ran the narrow slab 5 % faster on ROCm 6.4
+// objects and no faster on ROCm 7.2's), the 16-column slab otherwise.
 static void launch_state_64(const KdnLayerCall *c, int c0, int c1, const KdnChunkBuffers *b, bool vec) {
-    if (kNarrowBV64 < kBV64 && state_workgroups<kNarrowBV64>(&c->s) <= state_round<64, kNarrowBV64>())
+    if (kNarrowBV64 < kBV64 && state_workgroups<kNarrowBV64>(&c->s) <= state_round_64())
         launch_state_n<64, kNarrowBV64>(c, c0, c1, b, vec);
     else
         launch_state_n<64, kBV64>(c, c0, c1, b, vec);
 }
 
 extern "C" int kdn_chunked_fewest_rounds_chunk(const KdnShape *s) {
-    return state_workgroups<kBV<64>>(s) <= state_round<64, kBV<64>>() ? 64 : 32;
+    return state_workgroups<kBV64>(s) <= state_round_64() ? 64 : 32;
 }
 
 extern "C" void kdn_chunked_state(const KdnLayerCall *c, int c0, int c1, const KdnChunkBuffers *b) {

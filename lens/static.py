@@ -298,17 +298,18 @@ def print_isa(kernels):
 
 
 # kernel (short name, template arguments), waves/SIMD it is designed for, work function, the calls it
-# stands for. The state pass has two at C = 64: the 16-column slab, and the 8-column one for grids that
-# fit one round of its 4 waves per SIMD (240 slots: 8 to 15 heads at B = 1). The recurrent kernel has three: prompts run its instantiation with the next token's loads
-# ahead (scalar gate, no snapshots in the loop; D_k = 128: R = 8, full rows, 16-byte row runs) with two
-# state columns per group where one column per group would take more than one round (the MI50 at B = 1
-# and 4: 128 workgroups at B = 1 fill one round of 180 slots at 3 waves per SIMD), with one column
-# otherwise (its 4 waves per SIMD are the figure the CPU build reports for the launcher's
-# choice, KDN_ROUND_WORKGROUPS); decode (T = 1) the one without the token ahead, one column per group (a
-# single token, no loop: 5 waves per SIMD or more, so that the B = 1 grid of 256 workgroups fits one round).
+# stands for. The state pass has two at C = 64: the 16-column slab, and the 8-column one for grids whose
+# twice as many workgroups still fit its 180 slots (up to 11 heads at B = 1). The recurrent kernel has
+# three: prompts run its instantiation with the next token's loads ahead (scalar gate, no snapshots in
+# the loop; D_k = 128: R = 8, full rows, 16-byte row runs) with two state columns per group where one
+# column per group would take more than one round (the MI50 at B = 1 and 4: 128 workgroups at B = 1
+# fill one round of 180 slots at 3 waves per SIMD), with one column otherwise (its 4 waves per SIMD are
+# the figure the CPU build reports for the launcher's choice, KDN_ROUND_WORKGROUPS); decode (T = 1) the
+# one without the token ahead, one column per group (a single token, no loop: 5 waves per SIMD or more,
+# so that the B = 1 grid of 256 workgroups fits one round).
 PRODUCT = [("kernel_chunked_intra", "64, true", 2, work_intra, ("prefill",)),
            ("kernel_chunked_state", "64, 16, true", 3, work_state, ("prefill",)),
-           ("kernel_chunked_state", "64, 8, true", 4, work_state, ("prefill",)),
+           ("kernel_chunked_state", "64, 8, true", 3, work_state, ("prefill",)),
            ("kernel_deltanet_recurrent", "8, true, false, false, true, true, 2", 3, work_recurrent_2cols,
             ("prefill",)),
            ("kernel_deltanet_recurrent", "8, true, false, false, true, true, 1", 4, work_recurrent, ()),

@@ -168,8 +168,9 @@ static void t_state_chunks_all(const Test *t, Ctx *c) {
 static const Test tests[] = {
     {7, "state_update", "unfused", TOL_CHUNK, CASE(.chunk = 64, .D_k = 128, .D_v = 128), t_state_update},
     {7, "output_with_state", "unfused", TOL_CHUNK, CASE(.chunk = 64, .D_k = 128, .D_v = 128), t_output_with_state},
-    /* 4 heads x 2 sequences: the state pass's 8-column slab (16 x 4 x 2 = 128 workgroups fit the 240 of a
-     * round); phase 8's 32-head rows take its 16-column one */
+    /* 4 heads x 2 sequences: the state pass's 8-column slab (16 x 4 x 2 = 128 workgroups fit the 180 of a
+     * round of the 16-column slab on the MI50, which the CPU build reports); phase 8's 32-head rows take
+     * the 16-column one */
     {7, "chunked_state_chunk", "chunked", TOL_CHUNK,
      CASE(.chunk_index = 1, .T = 150, .n_seqs = 2, .H_k = 2, .H_v = 4, .D_k = 128, .D_v = 72, .chunk = 64, .state = 1),
      t_chunked_state_chunk},

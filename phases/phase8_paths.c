@@ -317,7 +317,7 @@ static void t_refusals(const Test *t, Ctx *c) {
 static const Test tests[] = {
     /* D_k 70 and D_v 33: neither a multiple of 4, partial quads in every load; the state pass's
      * 8-column slab (5 x 4 x 2 = 40 workgroups, one round), then its 16-column one (32 heads: 5 x 32 x 2 =
-     * 320 8-column workgroups > the 240 of a round on the MI50, which the CPU build reports) */
+     * 320 8-column workgroups > the 180 of a round on the MI50, which the CPU build reports) */
     {8, "chunked_scalar_odd_dims", "chunked", TOL_CHUNK, CASE(DIMS(77, 2, 2, 4, 70, 33, 64), .state = 1), t_scalar_loads},
     {8, "chunked_scalar_wide_slab", "chunked", TOL_CHUNK, CASE(DIMS(77, 2, 2, 32, 70, 33, 64), .state = 1),
      t_scalar_loads},
