@@ -65,12 +65,16 @@ def recurrent_rows(D, views):
 # The chunked kernels at chunk 32 and 64, kVec (D % 4, aligned views) and not, both head maps, B = 2, the
 # gather (strided q and k staged into the workspace: fused and odd views), K = 2 snapshots (the last
 # tokens recurrent) and D = 128; one chunk and a part (a ragged last chunk) at most, few heads: a chunked
-# workgroup takes seconds in the functional mode.
+# workgroup takes seconds in the functional mode. Few heads take the state pass's 8-column slab at
+# chunk 64; its 16-column one runs past a round of 180 8-column workgroups: 91 heads at D = 16 and, for
+# scalar loads, 14 (3 minutes a row).
 FULL = QUICK + [row("chunked", 33, 1, 2, 4, 33, hmap="block", chunk=32),
                 row("chunked", 65, 1, 1, 1, 70, chunk=64),
                 row("chunked", 33, 2, 1, 1, 64, chunk=32, views="odd"),
                 row("chunked", 40, 1, 1, 2, 16, K=2, chunk=32),
-                row("chunked", 64, 1, 1, 1, 128, chunk=64)] + [
+                row("chunked", 64, 1, 1, 1, 128, chunk=64),
+                row("chunked", 40, 1, 1, 91, 16, chunk=64),
+                row("chunked", 40, 1, 1, 91, 14, chunk=64)] + [
     r for D, views in RECURRENT_D for r in recurrent_rows(D, views)]
 
 
