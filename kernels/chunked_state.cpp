@@ -51,6 +51,14 @@ constexpr int kBV64 = 32, kNarrowBV64 = 32; // no narrower slab
 #else
 constexpr int kBV64 = 16, kNarrowBV64 = 8;
 #endif
+// G3's K loads: unguarded on gfx906 (below), one guard per row in the CUDA
+// build, where the unguarded form ran the chunked call 2-4 % slower on an
+// H100 (results/h100-ab-g3loads.tsv).
+#if defined(KDN_BACKEND_CUDA)
+constexpr bool kGuardedKLoads = true;
+#else
+constexpr bool kGuardedKLoads = false;
+#endif
 template <int C>
 constexpr int kBV = C == 64 ? kBV64 : 32;
 // A thread's state columns: 4, or 2 where a slab is too narrow for one token
@@ -260,8 +268,10 @@ __device__ __forceinline__ void chunked_state(
             float k4[4 * kSteps][SR];
             KDN_UNROLL
             for (int jj = 0; jj < 4 * kSteps; jj++) {
-                const float *k_row = j0 + jj < n ? k_j + jj * qk_stride : k_last;
-                load_run<SR, kVec>(k_row + k_col, kVec ? SR : D_k - k_col, k4[jj]);
+                const float *k_row = kGuardedKLoads ? k_j + jj * qk_stride + i0
+                                                    : (j0 + jj < n ? k_j + jj * qk_stride : k_last) + k_col;
+                const int valid = kGuardedKLoads ? (j0 + jj < n ? D_k - i0 : 0) : kVec ? SR : D_k - (int)k_col;
+                load_run<SR, kVec>(k_row, valid, k4[jj]);
             }
             KDN_UNROLL
             for (int jj = 0; jj < 4 * kSteps; jj++) {

@@ -86,8 +86,9 @@ static int rows_max_t(const kdn_crossover *rows, int n_rows, int n_seqs) {
 }
 
 int kdn_tuning_recurrent_max_t(const kdn_tuning *t, int n_seqs) {
+    if (t) return rows_max_t(t->rows, t->n_rows, n_seqs);
     const BackendDispatch *c = backend_dispatch();
-    return t ? rows_max_t(t->rows, t->n_rows, n_seqs) : rows_max_t(c->rows, c->n_rows, n_seqs);
+    return rows_max_t(c->rows, c->n_rows, n_seqs);
 }
 
 int kdn_gdn_recurrent_max_t(int n_seqs) { return kdn_tuning_recurrent_max_t(NULL, n_seqs); }

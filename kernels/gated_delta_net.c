@@ -6,6 +6,7 @@
 #include "dispatch.h"
 
 #include <limits.h>
+#include <stddef.h>
 #include <math.h>
 #include <string.h>
 
@@ -56,22 +57,39 @@ const char *kdn_status_message(kdn_status status) {
 /* ---- checking a call ---------------------------------------------------- */
 /* The largest S_v and the chunk sizes are the kernels' (kdn.h's KdnLimits):
  * the recurrent kernel takes every call, the chunked form what it is built for. */
-enum { N_INPUTS = 6, N_VIEWS = 5 }; /* q k v g beta state; the first five may be views */
+enum { N_INPUTS = 6, N_VIEWS = 5, INPUT_STATE = 5 }; /* q k v g beta state; the first five may be views */
 static const uint64_t kMaxDstElements = (uint64_t)1 << 33;
 enum { VIEW_V = 2 };
 
+/* The bytes a call touches: each input's from its first element to the end
+ * of its last, and what it writes besides its workspace (dst; state_dst's K
+ * slots, empty without state_dst). Taken once per call: every decode call
+ * checks them, its host time counts. */
+typedef struct {
+    uintptr_t begin, end;
+} Span;
+enum { WRITES_DST, WRITES_STATE, WRITES_WORKSPACE };
+typedef struct {
+    Span read[N_INPUTS], written[2]; /* written: WRITES_DST, WRITES_STATE */
+} Spans;
+
 /* A checked call: the layer call (views' strides, scale, K, outputs in dst),
- * which inputs the chunked kernels read in place, and the route. */
+ * which inputs the chunked kernels read in place, the route, and its spans. */
 typedef struct {
     KdnLayerCall call;
     kdn_path path;
     int in_place[N_VIEWS];
     int chunked;
+    Spans spans;
 } Plan;
 
+/* The inputs by index, through tables of offsets (an array of the members'
+ * addresses built at each call cost decode a tenth of the checks' time). */
+static const size_t input_at[N_INPUTS] = {offsetof(kdn_gdn_call, q), offsetof(kdn_gdn_call, k),
+                                          offsetof(kdn_gdn_call, v), offsetof(kdn_gdn_call, g),
+                                          offsetof(kdn_gdn_call, beta), offsetof(kdn_gdn_call, state)};
 static const kdn_tensor *inputs(const kdn_gdn_call *c, int i) {
-    const kdn_tensor *all[] = {&c->q, &c->k, &c->v, &c->g, &c->beta, &c->state};
-    return all[i];
+    return (const kdn_tensor *)((const char *)c + input_at[i]);
 }
 
 static int same_ne(const kdn_tensor *t, int64_t a, int64_t b, int64_t c, int64_t d) {
@@ -117,15 +135,19 @@ static uint64_t view_bytes(const kdn_tensor *t) {
     return end;
 }
 
-/* A view spanning less than kMaxViewBytes that does not wrap past the end of the address space. */
-static int view_fits(const kdn_tensor *t) {
+static Span span_of(const void *p, uint64_t bytes) { return (Span){(uintptr_t)p, (uintptr_t)p + (uintptr_t)bytes}; }
+
+/* t's span, and whether t spans less than kMaxViewBytes and does not wrap
+ * past the end of the address space. */
+static int view_span(const kdn_tensor *t, Span *span) {
     uint64_t bytes = view_bytes(t);
+    *span = span_of(t->data, bytes);
     return bytes != 0 && (uintptr_t)t->data <= UINTPTR_MAX - bytes;
 }
 
 /* Elements < 2^31 (INT_MAX at most): elements stays <= INT_MAX, so with
  * ne[d] <= INT_MAX the product fits in 64 bits (no division). */
-static kdn_status check_tensor(const kdn_tensor *t) {
+static kdn_status check_tensor(const kdn_tensor *t, Span *span) {
     int64_t elements = 1;
     for (int d = 0; d < 4; d++) {
         if (t->ne[d] < 1 || t->ne[d] > INT_MAX || elements * t->ne[d] > INT_MAX) return KDN_ERR_UNSUPPORTED_SHAPE;
@@ -135,12 +157,12 @@ static kdn_status check_tensor(const kdn_tensor *t) {
     for (int d = 1; d < 4; d++)
         if (t->nb[d] % sizeof(float) != 0) return KDN_ERR_ROW_STRIDE;
     if ((uintptr_t)t->data % sizeof(float) != 0) return KDN_ERR_ALIGNMENT;
-    return view_fits(t) ? KDN_OK : KDN_ERR_STRIDE;
+    return view_span(t, span) ? KDN_OK : KDN_ERR_STRIDE;
 }
 
-static kdn_status check_layout(const kdn_gdn_call *c) {
+static kdn_status check_layout(const kdn_gdn_call *c, Spans *spans) {
     for (int i = 0; i < N_INPUTS; i++) {
-        kdn_status st = check_tensor(inputs(c, i));
+        kdn_status st = check_tensor(inputs(c, i), &spans->read[i]);
         if (st != KDN_OK) return st;
     }
     return (uintptr_t)c->dst % sizeof(float) == 0 ? KDN_OK : KDN_ERR_ALIGNMENT;
@@ -188,66 +210,56 @@ static kdn_status check_shapes(const kdn_gdn_call *c) {
     return KDN_OK;
 }
 
-/* ---- aliasing: byte spans that must not meet ----------------------------- */
-typedef struct {
-    uintptr_t begin, end;
-} Span;
-
-static Span span_of(const void *p, uint64_t bytes) { return (Span){(uintptr_t)p, (uintptr_t)p + (uintptr_t)bytes}; }
-
-static int meet(Span a, Span b) { return a.begin < b.end && b.begin < a.end; }
-
-/* What a call writes besides its workspace: dst, and state_dst's K slots. */
-enum { WRITES_DST, WRITES_STATE, WRITES_WORKSPACE };
-static Span written(const kdn_gdn_call *c, int which) {
-    if (which == WRITES_DST) return span_of(c->dst, dst_elements(c) * sizeof(float));
-    if (!c->state_dst) return span_of(NULL, 0);
-    kdn_tensor slots = state_slots(c);
-    return span_of(c->state_dst, view_bytes(&slots));
-}
-
-static kdn_status check_state_dst(const kdn_gdn_call *c) {
+/* What the call writes besides its workspace: dst (its size known once
+ * the shapes are checked), and state_dst's K slots (none without it). */
+static kdn_status check_written(const kdn_gdn_call *c, Spans *spans) {
+    spans->written[WRITES_DST] = span_of(c->dst, dst_elements(c) * sizeof(float));
+    spans->written[WRITES_STATE] = span_of(NULL, 0);
     if (!c->state_dst) return KDN_OK;
     if ((uintptr_t)c->state_dst % sizeof(float) != 0) return KDN_ERR_ALIGNMENT;
     if (c->state_slot_stride < 0 || (c->K > 1 && slot_stride(c) < slot_elements(c))) return KDN_ERR_STRIDE;
     kdn_tensor slots = state_slots(c);
-    return view_fits(&slots) ? KDN_OK : KDN_ERR_STRIDE;
+    return view_span(&slots, &spans->written[WRITES_STATE]) ? KDN_OK : KDN_ERR_STRIDE;
 }
+
+/* ---- aliasing: byte spans that must not meet ----------------------------- */
+static int meet(Span a, Span b) { return a.begin < b.end && b.begin < a.end; }
 
 /* A region the call writes (`which`) against every input and the other
  * regions it writes. The inputs are only read: they may overlap each other;
  * state_dst may be the state input itself (each workgroup reads its part of
  * the state before it writes it). */
-static kdn_status check_disjoint(const kdn_gdn_call *c, Span region, int which) {
+static kdn_status check_disjoint(const kdn_gdn_call *c, const Spans *spans, Span region, int which) {
     for (int i = 0; i < N_INPUTS; i++) {
-        const kdn_tensor *t = inputs(c, i);
-        int in_place = which == WRITES_STATE && t == &c->state && c->state_dst == t->data;
-        if (!in_place && meet(region, span_of(t->data, view_bytes(t)))) return KDN_ERR_ALIASING;
+        int in_place = which == WRITES_STATE && i == INPUT_STATE && c->state_dst == c->state.data;
+        if (!in_place && meet(region, spans->read[i])) return KDN_ERR_ALIASING;
     }
     for (int w = WRITES_DST; w <= WRITES_STATE; w++)
-        if (w != which && meet(region, written(c, w))) return KDN_ERR_ALIASING;
+        if (w != which && meet(region, spans->written[w])) return KDN_ERR_ALIASING;
     return KDN_OK;
 }
 
 /* The input i of a call (q k v g beta) and its strides in the layer call. */
-static const float **view_data(KdnLayerCall *l, int i) {
-    const float **all[] = {&l->q, &l->k, &l->v, &l->g, &l->beta};
-    return all[i];
-}
-static long *view_strides(KdnLayerCall *l, int i) {
-    long *all[] = {l->q_st, l->k_st, l->v_st, l->g_st, l->beta_st};
-    return all[i];
-}
+static const size_t view_data_at[N_VIEWS] = {offsetof(KdnLayerCall, q), offsetof(KdnLayerCall, k),
+                                             offsetof(KdnLayerCall, v), offsetof(KdnLayerCall, g),
+                                             offsetof(KdnLayerCall, beta)};
+static const size_t view_strides_at[N_VIEWS] = {offsetof(KdnLayerCall, q_st), offsetof(KdnLayerCall, k_st),
+                                                offsetof(KdnLayerCall, v_st), offsetof(KdnLayerCall, g_st),
+                                                offsetof(KdnLayerCall, beta_st)};
+static const float **view_data(KdnLayerCall *l, int i) { return (const float **)((char *)l + view_data_at[i]); }
+static long *view_strides(KdnLayerCall *l, int i) { return (long *)((char *)l + view_strides_at[i]); }
 
 static kdn_status plan_call(const kdn_gdn_call *c, Plan *p) {
+    Spans spans;
     kdn_status st = check_pointers_and_options(c);
-    if (st == KDN_OK) st = check_layout(c);
+    if (st == KDN_OK) st = check_layout(c, &spans);
     if (st == KDN_OK) st = check_shapes(c);
-    if (st == KDN_OK) st = check_state_dst(c);
-    if (st == KDN_OK) st = check_disjoint(c, written(c, WRITES_DST), WRITES_DST);
-    if (st == KDN_OK && c->state_dst) st = check_disjoint(c, written(c, WRITES_STATE), WRITES_STATE);
+    if (st == KDN_OK) st = check_written(c, &spans);
+    if (st == KDN_OK) st = check_disjoint(c, &spans, spans.written[WRITES_DST], WRITES_DST);
+    if (st == KDN_OK && c->state_dst) st = check_disjoint(c, &spans, spans.written[WRITES_STATE], WRITES_STATE);
     if (st != KDN_OK) return st;
     memset(p, 0, sizeof *p);
+    p->spans = spans;
     KdnLayerCall *l = &p->call;
     KdnShape *s = &l->s;
     s->T = (int)c->v.ne[2];
@@ -369,7 +381,8 @@ kdn_status kdn_gated_delta_net(const kdn_gdn_call *call, void *workspace, size_t
     if (st != KDN_OK) return st;
     size_t need = workspace_bytes(&p);
     if (need > 0 && (!workspace || workspace_size < need)) return KDN_ERR_WORKSPACE;
-    if (need > 0 && (st = check_disjoint(call, span_of(workspace, need), WRITES_WORKSPACE)) != KDN_OK) return st;
+    if (need > 0 && (st = check_disjoint(call, &p.spans, span_of(workspace, need), WRITES_WORKSPACE)) != KDN_OK)
+        return st;
     if (kdn_error_pending(error_detail, sizeof error_detail)) return KDN_ERR_PENDING_ERROR;
     void *previous = kdn_set_stream(call->stream);
     KdnChunkBuffers b = {0};

@@ -5,8 +5,9 @@
 # stock/kdn (round k pairs the k-th run of each): how far the ratio moves from one process to the next.
     /^### perf / { split($0, w, " "); run = w[3]; sub(/:$/, "", run)
                    if (!(run in known)) { known[run] = 1; runs[++nr] = run }; next }
-    / us\/run/ { name = $1; sub(/^ */, "", name); sub(/: .*/, "", name)
-                 us = $2; sub(/ *us\/run.*/, "", us); gsub(/ /, "", us)
+    # a case's name; with CUDA graphs on, ggml's warm-up notice follows it and its numbers take the next line
+    /^ *[A-Z][A-Z_0-9]*\(.*\): / { name = $0; sub(/^ */, "", name); sub(/: .*/, "", name) }
+    / us\/run/ { us = $2; sub(/ *us\/run.*/, "", us); gsub(/ /, "", us)
                  k = ++cnt[name, run]; v[name, run, k] = us + 0
                  if (!(name in seen)) { seen[name] = 1; order[++n] = name } }
     function sort(a, m,    i, j, x) {

@@ -2,7 +2,8 @@
  * capability, its workgroups per round), kept per device, kernel and
  * argument (threads per workgroup), so that a process driving several GPUs,
  * or several kernels, gets each its own answer. Thread-safe: calls from any
- * host threads may meet (one lock; the query runs under it, once per key).
+ * host threads may meet (a kept answer is read without a lock; a missing one
+ * is asked under the cache's lock, once per key).
  * A query's negative answer (it failed) is returned and not kept, so the
  * next call asks again. When the table is full, answers are asked each time
  * and not kept (right, only slower). */
