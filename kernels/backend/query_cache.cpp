@@ -23,15 +23,10 @@ extern "C" int kdn_cached_query(KdnQueryCache *cache, const void *kernel, int de
     pthread_mutex_lock(&cache->lock);
     const int used = cache->used;
     at = find(cache, seen, used, kernel, device, arg);
-    int answer;
-    if (at >= 0) {
-        answer = cache->entries[at].answer;
-    } else {
-        answer = query(kernel, device, arg);
-        if (answer >= 0 && used < KDN_QUERY_CACHE_SLOTS) {
-            cache->entries[used] = KdnQueryEntry{kernel, device, arg, answer};
-            __atomic_store_n(&cache->used, used + 1, __ATOMIC_RELEASE);
-        }
+    const int answer = at >= 0 ? cache->entries[at].answer : query(kernel, device, arg);
+    if (at < 0 && answer >= 0 && used < KDN_QUERY_CACHE_SLOTS) {
+        cache->entries[used] = KdnQueryEntry{kernel, device, arg, answer};
+        __atomic_store_n(&cache->used, used + 1, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&cache->lock);
     return answer;
