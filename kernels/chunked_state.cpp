@@ -46,17 +46,14 @@ static const int kStateThreads = 256;
 // dependent steps per chunk, for twice the W, Q and K reads from L2 (the
 // lens's simulation, ROCm 6.4: 8 heads at T = 512 from 204 to 170 us; at 16
 // heads, past one round, 242 to 338).
-#if defined(KDN_BACKEND_CUDA)
-constexpr int kBV64 = 32, kNarrowBV64 = 32; // no narrower slab
-#else
-constexpr int kBV64 = 16, kNarrowBV64 = 8;
-#endif
 // G3's K loads: unguarded on gfx906 (below), one guard per row in the CUDA
 // build, where the unguarded form ran the chunked call 2-4 % slower on an
 // H100 (results/h100-ab-g3loads.tsv).
 #if defined(KDN_BACKEND_CUDA)
+constexpr int kBV64 = 32, kNarrowBV64 = 32; // no narrower slab
 constexpr bool kGuardedKLoads = true;
 #else
+constexpr int kBV64 = 16, kNarrowBV64 = 8;
 constexpr bool kGuardedKLoads = false;
 #endif
 template <int C>
