@@ -46,15 +46,15 @@ static const int kStateThreads = 256;
 // dependent steps per chunk, for twice the W, Q and K reads from L2 (the
 // lens's simulation, ROCm 6.4: 8 heads at T = 512 from 204 to 170 us; at 16
 // heads, past one round, 242 to 338).
-// G3's K loads: unguarded on gfx906 (below), one guard per row in the CUDA
-// build, where the unguarded form ran the chunked call 2-4 % slower on an
-// H100 (results/h100-ab-g3loads.tsv).
+// G1's and G3's global loads: unguarded on gfx906 (below), a guard per row
+// and step in the CUDA build, where G3's unguarded K loads ran the chunked
+// call 2-4 % slower on an H100 (results/h100-ab-g3loads.tsv).
 #if defined(KDN_BACKEND_CUDA)
 constexpr int kBV64 = 32, kNarrowBV64 = 32; // no narrower slab
-constexpr bool kGuardedKLoads = true;
+constexpr bool kGuardedLoads = true;
 #else
 constexpr int kBV64 = 16, kNarrowBV64 = 8;
-constexpr bool kGuardedKLoads = false;
+constexpr bool kGuardedLoads = false;
 #endif
 template <int C>
 constexpr int kBV = C == 64 ? kBV64 : 32;
@@ -176,6 +176,10 @@ __device__ __forceinline__ void chunked_state(
         const float *qc = q + (tok0 * H_k + hk) * D_k, *kc = k + (tok0 * H_k + hk) * D_k;
 
         // G1: X = [W; Q] S for token rows rg RT + a.
+        // Unguarded (vector) loads: every batch of W and Q is whole (the
+        // launch asks D_k % 8 == 0 of them); a Q row past n reads row n - 1,
+        // whose products stay in rows that are never stored.
+        const bool guarded = kGuardedLoads || !kVec;
         float xw[RT][CW], xq[RT][CW];
         KDN_UNROLL
         for (int a = 0; a < RT; a++)
@@ -188,9 +192,11 @@ __device__ __forceinline__ void chunked_state(
                 KDN_UNROLL
                 for (int a = 0; a < RT; a++) {
                     const int row = rg * RT + a, i = i0b + 4 * st;
-                    load_run<4, kVec>(Wc + (size_t)row * D_k + i, D_k - i, w4[st][a]); // zero past n
-                    load_run<4, kVec>(qc + row * qk_stride + i, row < n ? D_k - i : 0, q4[st][a]);
+                    load_run<4, kVec>(Wc + (size_t)row * D_k + i, guarded ? D_k - i : 4, w4[st][a]); // zero past n
+                    const int q_row = guarded || row < n ? row : n - 1;
+                    load_run<4, kVec>(qc + q_row * qk_stride + i, guarded ? (row < n ? D_k - i : 0) : 4, q4[st][a]);
                 }
+            KDN_GFX906_SCHED_FENCE();
             KDN_UNROLL
             for (int st = 0; st < kSteps; st++) {
                 float s4[4][CW];
@@ -265,9 +271,9 @@ __device__ __forceinline__ void chunked_state(
             float k4[4 * kSteps][SR];
             KDN_UNROLL
             for (int jj = 0; jj < 4 * kSteps; jj++) {
-                const float *k_row = kGuardedKLoads ? k_j + jj * qk_stride + i0
-                                                    : (j0 + jj < n ? k_j + jj * qk_stride : k_last) + k_col;
-                const int valid = kGuardedKLoads ? (j0 + jj < n ? D_k - i0 : 0) : kVec ? SR : D_k - (int)k_col;
+                const float *k_row = kGuardedLoads ? k_j + jj * qk_stride + i0
+                                                   : (j0 + jj < n ? k_j + jj * qk_stride : k_last) + k_col;
+                const int valid = kGuardedLoads ? (j0 + jj < n ? D_k - i0 : 0) : kVec ? SR : D_k - (int)k_col;
                 load_run<SR, kVec>(k_row, valid, k4[jj]);
             }
             KDN_UNROLL
@@ -367,7 +373,8 @@ extern "C" void kdn_chunked_state(const KdnLayerCall *c, int c0, int c1, const K
         return;
     }
     const void *ptrs[] = {c->q, c->k, b->U, b->W, b->P, c->state_in, c->snapshots, c->o};
-    const bool vec = vector_ok(&c->s, ptrs, 8);
+    // Unguarded loads read G1's batches whole: D_k a multiple of 8 floats.
+    const bool vec = vector_ok(&c->s, ptrs, 8) && (kGuardedLoads || c->s.D_k % (4 * kSteps) == 0); // mutate: batches
     if (c->s.chunk == 32)
         launch_state_n<32, kBV<32>>(c, c0, c1, b, vec);
     else

@@ -42,8 +42,8 @@ typedef struct {
  * MI50 has measured it. Chunk: 64 while its state pass runs in one round of
  * the 60 CUs, else 32, three workgroups per CU (a rounds argument, not a
  * clock one). B = 1: set where an earlier state pass crossed; the present
- * one's recurrent is faster up to T = 192 (233 against 240 us), chunked from
- * 256 (297 against 310), all open within the bands. B = 4: recurrent faster
+ * one's recurrent is faster at T = 64 (79 against 90 us), chunked from 128
+ * (151 against 156), all open within the bands. B = 4: recurrent faster
  * at T = 64, chunked from 512 at the lens's clock, open within the bands:
  * 32 until an MI50 measures it. */
 #define GFX906_DISPATCH 0, 2, {{1, 256}, {4, 32}}

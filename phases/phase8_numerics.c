@@ -432,6 +432,10 @@ static const Test tests[] = {
     NONFINITE("nonfinite_recurrent", "recurrent", 64),
     NONFINITE("nonfinite_chunked", "chunked", 64),
     NONFINITE("nonfinite_chunked_c32", "chunked", 32),
+    /* D_k = 4, not a multiple of 8: the state pass's guarded loads. A value
+     * planted at component 1 of a token is what an unguarded 8-float batch
+     * of the token before it would read (and multiply by zero slab rows). */
+    {8, "nonfinite_chunked_dk4", "chunked", TOL_CHUNK, CASE(LAYER(4, 16, 1, 2, 80, 1, 64)), t_nonfinite},
     DECAY("decay_range_recurrent", "recurrent", 64),
     DECAY("decay_range_chunked", "chunked", 64),
     DECAY("decay_range_chunked_c32", "chunked", 32),

@@ -54,6 +54,8 @@ fault kda_factor_buffer $R kda_factors 's/kda, t & 1,/kda, (t + 1) & 1,/' 'gdn_*
 fault rec_decay_biased $R rec_decay_factor 's/kdn_decay\(cur.g\)/(expf(cur.g) * (1.0f + 0x1p-23f))/' "grid_recurrent"
 fault chunked_out_intra $WS state_out 's/fmaf\(p4\[st\]\[a\]\[e\], /fmaf(0.999f * p4[st][a][e], /' "$CHUNKED"
 fault chunked_state_update $WS state_update 's/fmaf\(total, s_row\[b\], acc\[u\]\[b\]\)/fmaf(total, s_row[b], 0.999f * acc[u][b])/' "$CHUNKED"
+# gfx906's unguarded G1 loads taken where D_k is not a multiple of 8: the last batch reads past each row
+fault chunked_partial_batch $WS batches 's/\(kGuardedLoads \|\| c->s.D_k % \(4 \* kSteps\) == 0\)/true/' 'nonfinite_chunked_dk4'
 fault chunked_decay_after_update $WS state_update 's/fmaf\(total, s_row\[b\], acc\[u\]\[b\]\)/total * (s_row[b] + acc[u][b])/' "$CHUNKED"
 # a wrong snapshot slot: slots 0 and 1 (2 and 3, ...) swapped in the recurrent kernel
 fault snapshot_slot $R rec_snapshot 's/\(args, S, T - 1 - t, s_off/(args, S, ((T - 1 - t) ^ 1) < args.K ? (T - 1 - t) ^ 1 : T - 1 - t, s_off/' 'gdn_*K[24]*'

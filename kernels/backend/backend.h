@@ -192,6 +192,15 @@ __device__ __forceinline__ void kdn_wait_prior_grid() {}
 #define KDN_GFX906_WAVES_PER_SIMD(waves)
 #endif
 
+// A scheduling fence for the gfx906 compiler: no instruction moves across it,
+// so that loads issued together before it stay together (one latency per
+// batch, not one per load the scheduler sinks towards its use).
+#if defined(KDN_BACKEND_HIP)
+#define KDN_GFX906_SCHED_FENCE() __builtin_amdgcn_sched_barrier(0)
+#else
+#define KDN_GFX906_SCHED_FENCE()
+#endif
+
 // Full unrolling of a loop with a compile-time trip count, so that arrays
 // indexed by its counter stay in registers.
 // KDN_NO_UNROLL keeps a loop rolled where unrolling would let the compiler
